@@ -1,0 +1,45 @@
+package dev.forkpoint.backend;
+
+/**
+ * The operations an architecture describes its graph with. A backend implements them eagerly (the CPU backend) or
+ * by building a lazy graph (MLX). Every activation is a matrix of tokens × width; ops never modify their inputs.
+ */
+public interface Ops {
+    /** Rows of {@code table} (vocab × dim) for each token id. */
+    Activation embed(Weight table, int[] tokens);
+
+    /** Per row: x / sqrt(mean(x²) + eps) · gamma. */
+    Activation rmsNorm(Activation x, Weight gamma, float eps);
+
+    /** RMSNorm applied to each head of {@code headDim} values separately, with one gamma of headDim (Qwen3 q/k norm). */
+    Activation rmsNormHeads(Activation x, Weight gamma, int headDim, float eps);
+
+    /** x · Wᵀ: tokens × w.cols → tokens × w.rows, reading w in its stored (possibly quantised) type. */
+    Activation matmul(Activation x, Weight w);
+
+    /** x + bias, the bias broadcast over rows. */
+    Activation addBias(Activation x, Weight bias);
+
+    /** Rotates each head of {@code headDim} values of row t by position {@code positions[t]}. */
+    Activation rope(Activation x, int headDim, int[] positions, Rope rope);
+
+    /**
+     * Causal attention with grouped-query heads. Stores k and v (tokens × kvHeads·headDim) for {@code layer} at
+     * positions startPos … startPos+tokens−1, then lets query row t attend to positions 0 … startPos+t.
+     * Scores are scaled by 1/√headDim. Returns tokens × heads·headDim.
+     */
+    Activation attention(Activation q, Activation k, Activation v, KvStore kv, int layer, int startPos,
+                         int heads, int kvHeads, int headDim);
+
+    /** silu(gate) ⊙ up. */
+    Activation swiglu(Activation gate, Activation up);
+
+    /** a + b. */
+    Activation add(Activation a, Activation b);
+
+    /** Row {@code row} of x as a one-token activation. */
+    Activation row(Activation x, int row);
+
+    /** Evaluates x · outputᵀ and copies the result to the host: one array of vocab logits per row of x. */
+    float[][] logits(Activation x, Weight output);
+}

@@ -1,0 +1,36 @@
+package dev.forkpoint.format.gguf;
+
+import dev.forkpoint.tensor.GgmlType;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * One tensor of a GGUF file. {@code shape} is in GGML order: {@code shape[0]} is the number of elements in a
+ * row (contiguous), {@code shape[1]} the number of rows, and so on. {@code data} is a slice of the memory-mapped
+ * file (never a heap copy), exactly {@code byteSize} long.
+ */
+public record GgufTensor(String name, GgmlType type, long[] shape, long offset, MemorySegment data) {
+
+    public long elementCount() {
+        long n = 1;
+        for (long d : shape) n *= d;
+        return n;
+    }
+
+    public long byteSize() { return data.byteSize(); }
+
+    /** Elements per row ({@code shape[0]}). */
+    public int rowLength() { return Math.toIntExact(shape[0]); }
+
+    /** Number of rows: the product of every dimension after the first. */
+    public int rows() { return Math.toIntExact(elementCount() / shape[0]); }
+
+    public String shapeString() {
+        var sb = new StringBuilder("[");
+        for (int i = 0; i < shape.length; i++) {
+            if (i > 0) sb.append(", ");
+            sb.append(shape[i]);
+        }
+        return sb.append(']').toString();
+    }
+}

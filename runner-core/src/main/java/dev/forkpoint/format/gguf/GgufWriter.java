@@ -1,0 +1,158 @@
+package dev.forkpoint.format.gguf;
+
+import dev.forkpoint.tensor.GgmlType;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Writes GGUF version 3 files. Metadata keeps insertion order; tensor data is written in the order tensors were
+ * added, each aligned to {@code general.alignment} (32 unless set). The file is written to a temporary sibling
+ * and moved into place, so a reader never sees a half-written model.
+ */
+public final class GgufWriter {
+    /** Tensor data to write: {@code data} must hold exactly the bytes {@code type} needs for {@code shape}. */
+    public record TensorData(String name, GgmlType type, long[] shape, MemorySegment data) {
+        public TensorData {
+            long elements = 1;
+            for (long d : shape) elements = Math.multiplyExact(elements, d);
+            long expected = type.bytesFor(elements);
+            if (data.byteSize() != expected) {
+                throw new IllegalArgumentException("tensor " + name + ": " + data.byteSize() + " bytes given, " + expected + " needed");
+            }
+        }
+    }
+
+    private final Map<String, MetadataValue> metadata = new LinkedHashMap<>();
+    private final List<TensorData> tensors = new ArrayList<>();
+
+    public GgufWriter put(String key, MetadataValue value) {
+        metadata.put(key, value);
+        return this;
+    }
+
+    public GgufWriter putAll(Map<String, MetadataValue> values) {
+        metadata.putAll(values);
+        return this;
+    }
+
+    public GgufWriter add(TensorData tensor) {
+        tensors.add(tensor);
+        return this;
+    }
+
+    public void write(Path target) throws IOException {
+        int alignment = metadata.get("general.alignment") instanceof MetadataValue.Int a ? (int) a.value() : GgufFile.DEFAULT_ALIGNMENT;
+        Path tmp = target.resolveSibling(target.getFileName() + ".tmp");
+        try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING)) {
+            var header = new Buf();
+            header.u32(GgufReader.MAGIC).u32(3).u64(tensors.size()).u64(metadata.size());
+            metadata.forEach((k, v) -> {
+                header.str(k);
+                header.u32(v.type().id());
+                header.value(v);
+            });
+            long offset = 0;
+            List<Long> offsets = new ArrayList<>();
+            for (TensorData t : tensors) {
+                header.str(t.name()).u32(t.shape().length);
+                for (long d : t.shape()) header.u64(d);
+                header.u32(t.type().id()).u64(offset);
+                offsets.add(offset);
+                offset = GgufReader.alignUp(offset + t.data().byteSize(), alignment);
+            }
+            long dataStart = GgufReader.alignUp(header.size(), alignment);
+            header.pad(dataStart);
+            writeFully(ch, header.bytes());
+            long position = dataStart;
+            for (int i = 0; i < tensors.size(); i++) {
+                TensorData t = tensors.get(i);
+                long at = dataStart + offsets.get(i);
+                if (at > position) writeFully(ch, ByteBuffer.allocate((int) (at - position)));
+                writeFully(ch, t.data().asByteBuffer());
+                position = at + t.data().byteSize();
+            }
+        }
+        Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+    }
+
+    private static void writeFully(FileChannel ch, ByteBuffer b) throws IOException {
+        while (b.hasRemaining()) ch.write(b);
+    }
+
+    /** A growable little-endian byte buffer for the header. */
+    private static final class Buf {
+        private ByteBuffer b = ByteBuffer.allocate(1 << 16).order(ByteOrder.LITTLE_ENDIAN);
+
+        private void ensure(int n) {
+            if (b.remaining() < n) {
+                ByteBuffer bigger = ByteBuffer.allocate(Math.max(b.capacity() * 2, b.position() + n)).order(ByteOrder.LITTLE_ENDIAN);
+                b.flip();
+                bigger.put(b);
+                b = bigger;
+            }
+        }
+
+        Buf u8(int v) { ensure(1); b.put((byte) v); return this; }
+        Buf u16(int v) { ensure(2); b.putShort((short) v); return this; }
+        Buf u32(int v) { ensure(4); b.putInt(v); return this; }
+        Buf u64(long v) { ensure(8); b.putLong(v); return this; }
+
+        Buf str(String s) {
+            byte[] bytes = s.getBytes(StandardCharsets.UTF_8);
+            u64(bytes.length);
+            ensure(bytes.length);
+            b.put(bytes);
+            return this;
+        }
+
+        void value(MetadataValue v) {
+            switch (v) {
+                case MetadataValue.Int i -> {
+                    switch (i.type()) {
+                        case UINT8, INT8 -> u8((int) i.value());
+                        case UINT16, INT16 -> u16((int) i.value());
+                        case UINT32, INT32 -> u32((int) i.value());
+                        default -> u64(i.value());
+                    }
+                }
+                case MetadataValue.Float f -> {
+                    if (f.type() == MetadataType.FLOAT32) u32(Float.floatToRawIntBits((float) f.value()));
+                    else u64(Double.doubleToRawLongBits(f.value()));
+                }
+                case MetadataValue.Bool bo -> u8(bo.value() ? 1 : 0);
+                case MetadataValue.Str s -> str(s.value());
+                case MetadataValue.Array a -> {
+                    u32(a.elementType().id());
+                    u64(a.values().size());
+                    for (MetadataValue e : a.values()) {
+                        if (e.type() != a.elementType()) throw new IllegalArgumentException("array of " + a.elementType() + " holds a " + e.type());
+                        value(e);
+                    }
+                }
+            }
+        }
+
+        long size() { return b.position(); }
+
+        void pad(long to) { while (b.position() < to) u8(0); }
+
+        ByteBuffer bytes() {
+            ByteBuffer out = b.duplicate();
+            out.flip();
+            return out;
+        }
+    }
+}

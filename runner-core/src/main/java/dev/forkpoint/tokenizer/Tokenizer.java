@@ -1,0 +1,47 @@
+package dev.forkpoint.tokenizer;
+
+import dev.forkpoint.format.gguf.GgufFile;
+
+/**
+ * Text ↔ token ids for one vocabulary. Built from GGUF metadata ({@code tokenizer.ggml.*}).
+ */
+public interface Tokenizer {
+    /** Builds the tokenizer the file's {@code tokenizer.ggml.model} names; refuses unknown models with a clear error. */
+    static Tokenizer fromGguf(GgufFile file) {
+        throw new UnsupportedOperationException("tokenizers are not implemented yet");
+    }
+
+    /** "llama" (SentencePiece BPE) or "gpt2" (byte-level BPE), as in {@code tokenizer.ggml.model}. */
+    String model();
+
+    int vocabSize();
+
+    /**
+     * Encodes text. {@code addSpecial}: add BOS/EOS as the model's {@code add_bos_token}/{@code add_eos_token} say.
+     * {@code parseSpecial}: text such as "&lt;|im_start|&gt;" becomes its special token instead of being split.
+     */
+    int[] encode(String text, boolean addSpecial, boolean parseSpecial);
+
+    /** The text of ids; control tokens (BOS, EOS, …) render as nothing. */
+    String decode(int[] ids);
+
+    /** The bytes token {@code id} contributes to generated text (empty for control tokens). */
+    byte[] tokenBytes(int id);
+
+    /** The token's piece as stored in the vocabulary, for display. */
+    String piece(int id);
+
+    /** BOS id, or -1 when the vocabulary has none. */
+    int bosId();
+
+    /** EOS id, or -1. */
+    int eosId();
+
+    /** True for ids that end generation: EOS, EOT, EOM and other end-of-generation ids from metadata. */
+    boolean isEndOfGeneration(int id);
+
+    /** A decoder for streaming output that never returns a partial UTF-8 sequence. */
+    default StreamingDecoder streamingDecoder() {
+        return new StreamingDecoder(this);
+    }
+}
