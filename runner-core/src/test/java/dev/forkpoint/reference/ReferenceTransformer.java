@@ -55,21 +55,66 @@ final class ReferenceTransformer {
     private final double[] outputNorm;
     private final Matrix output;
     private final double[] inverseFrequencies; // [ropeDims / 2]
+    private final ActivationRounding rounding;
+
+    /**
+     * Optional rounding of every matrix-multiply input, to <em>estimate</em> the error an engine that rounds
+     * activations (as llama.cpp does) should show. {@link #NONE} is the reference proper.
+     */
+    enum ActivationRounding {
+        NONE, F16, BF16,
+        /** 8-bit blocks of 32 with an F16 scale amax/127 (llama.cpp's Q8_0 activation format). */
+        Q8_BLOCKS_OF_32,
+        /** 8-bit blocks of 256 with an F32 scale amax/127 (llama.cpp's Q8_K activation format). */
+        Q8_BLOCKS_OF_256;
+
+        double[] apply(double[] x) {
+            if (this == NONE) return x;
+            double[] y = new double[x.length];
+            switch (this) {
+                case F16 -> { for (int i = 0; i < x.length; i++) y[i] = Float.float16ToFloat(Float.floatToFloat16((float) x[i])); }
+                case BF16 -> {
+                    for (int i = 0; i < x.length; i++) {
+                        int bits = Float.floatToRawIntBits((float) x[i]);
+                        y[i] = Float.intBitsToFloat(((bits + 0x7FFF + ((bits >>> 16) & 1)) >>> 16) << 16);
+                    }
+                }
+                default -> {
+                    int block = this == Q8_BLOCKS_OF_32 ? 32 : 256;
+                    for (int b = 0; b < x.length; b += block) {
+                        int end = Math.min(x.length, b + block);
+                        double amax = 0;
+                        for (int i = b; i < end; i++) amax = Math.max(amax, Math.abs(x[i]));
+                        double d = (float) (amax / 127);
+                        if (this == Q8_BLOCKS_OF_32) d = Float.float16ToFloat(Float.floatToFloat16((float) d));
+                        for (int i = b; i < end; i++) y[i] = d == 0 ? 0 : Math.max(-127, Math.min(127, Math.rint(x[i] / d))) * d;
+                    }
+                }
+            }
+            return y;
+        }
+    }
 
     private ReferenceTransformer(Config config, double[][] embeddings, Layer[] layers, double[] outputNorm, Matrix output,
-                                 double[] inverseFrequencies) {
+                                 double[] inverseFrequencies, ActivationRounding rounding) {
         this.config = config;
         this.embeddings = embeddings;
         this.layers = layers;
         this.outputNorm = outputNorm;
         this.output = output;
         this.inverseFrequencies = inverseFrequencies;
+        this.rounding = rounding;
     }
 
     Config config() { return config; }
 
     /** Reads every weight of {@code file} into doubles; the file may be closed afterwards. */
     static ReferenceTransformer load(GgufFile file) {
+        return load(file, ActivationRounding.NONE);
+    }
+
+    /** As {@link #load(GgufFile)}, rounding every matrix input as {@code rounding} says (for error estimates). */
+    static ReferenceTransformer load(GgufFile file, ActivationRounding rounding) {
         String arch = file.getString("general.architecture");
         boolean neox = switch (arch) {
             case "llama" -> false;
@@ -129,7 +174,7 @@ final class ReferenceTransformer {
             inv[i] = Math.pow(base, -2.0 * i / ropeDims);
             if (factor != null) inv[i] /= factor[i];
         }
-        return new ReferenceTransformer(config, embeddings, layers, outputNorm, output, inv);
+        return new ReferenceTransformer(config, embeddings, layers, outputNorm, output, inv, rounding);
     }
 
     /** A fresh sequence starting at position 0. */
@@ -194,7 +239,7 @@ final class ReferenceTransformer {
             double[] x = embeddings[token].clone();
             for (int l = 0; l < config.layers(); l++) {
                 Layer layer = layers[l];
-                double[] h = rmsNorm(x, 0, x.length, layer.attnNorm, config.rmsEps());
+                double[] h = rounding.apply(rmsNorm(x, 0, x.length, layer.attnNorm, config.rmsEps()));
                 double[] q = layer.wq.times(h);
                 double[] k = layer.wk.times(h);
                 double[] v = layer.wv.times(h);
@@ -230,18 +275,18 @@ final class ReferenceTransformer {
                         for (int i = 0; i < hd; i++) attended[head * hd + i] += p * values[l][t][kvOff + i];
                     }
                 }
-                double[] o = layer.wo.times(attended);
+                double[] o = layer.wo.times(rounding.apply(attended));
                 for (int i = 0; i < x.length; i++) x[i] += o[i];
 
-                double[] h2 = rmsNorm(x, 0, x.length, layer.ffnNorm, config.rmsEps());
+                double[] h2 = rounding.apply(rmsNorm(x, 0, x.length, layer.ffnNorm, config.rmsEps()));
                 double[] g = layer.gate.times(h2);
                 double[] u = layer.up.times(h2);
                 for (int i = 0; i < g.length; i++) g[i] = g[i] / (1 + Math.exp(-g[i])) * u[i];
-                double[] d = layer.down.times(g);
+                double[] d = layer.down.times(rounding.apply(g));
                 for (int i = 0; i < x.length; i++) x[i] += d[i];
             }
             position++;
-            return output.times(rmsNorm(x, 0, x.length, outputNorm, config.rmsEps()));
+            return output.times(rounding.apply(rmsNorm(x, 0, x.length, outputNorm, config.rmsEps())));
         }
 
         private void normInPlace(double[] v, int off, int n, double[] w) {
