@@ -14,6 +14,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
+import java.util.function.Predicate;
 
 /**
  * Seeded random GGUF models of every architecture Forkpoint runs, small enough for unit tests: dim 256, 2 layers,
@@ -46,7 +47,7 @@ final class RandomModels {
         LLAMA_ROPE_FREQS("llama"),
         /** Llama without {@code output.weight}: logits use the token embeddings (tied). */
         LLAMA_TIED("llama"),
-        /** Qwen2: NeoX RoPE, q/k/v biases, rope base 1e6. */
+        /** Qwen2: NeoX RoPE, q/k/v biases (σ 0.5), rope base 1e6. */
         QWEN2("qwen2"),
         /** Qwen3: NeoX RoPE, per-head q/k RMSNorm, key_length 128 ≠ dim/heads = 64. */
         QWEN3("qwen3");
@@ -65,6 +66,15 @@ final class RandomModels {
     /** Writes {@code variant} with 2-D weights in {@code type} to {@code dir}; the same seed gives the same file. */
     static Path write(Path dir, Variant variant, GgmlType type, long seed) throws IOException {
         Path file = dir.resolve(variant.name().toLowerCase() + "-" + type.name().toLowerCase() + "-" + seed + ".gguf");
+        write(file, variant, type, seed, name -> false);
+        return file;
+    }
+
+    /**
+     * As {@link #write(Path, Variant, GgmlType, long)} into {@code file}, but leaving out the tensors {@code omit}
+     * names, every other tensor identical — to show what a missing feature (RoPE factors, biases) does to logits.
+     */
+    static void write(Path file, Variant variant, GgmlType type, long seed, Predicate<String> omit) throws IOException {
         var random = new Random(seed * 1_000_003L + variant.ordinal());
         String a = variant.architecture;
         int hd = variant.headDim();
@@ -89,7 +99,7 @@ final class RandomModels {
         putTokenizer(w, a.equals("llama"));
 
         try (Arena arena = Arena.ofConfined()) {
-            var t = new Tensors(w, arena, random, type);
+            var t = new Tensors(w, arena, random, type, omit);
             if (variant == Variant.LLAMA_ROPE_FREQS) {
                 float[] factors = new float[hd / 2];
                 // Divisors 1..4 cycling, so that high- and low-frequency pairs are both affected at small positions.
@@ -104,9 +114,9 @@ final class RandomModels {
                 t.matrix(p + "attn_k.weight", DIM, KV_HEADS * hd, 1 / Math.sqrt(DIM));
                 t.matrix(p + "attn_v.weight", DIM, KV_HEADS * hd, 1 / Math.sqrt(DIM));
                 if (variant == Variant.QWEN2) {
-                    t.gaussian(p + "attn_q.bias", HEADS * hd, 0.2);
-                    t.gaussian(p + "attn_k.bias", KV_HEADS * hd, 0.2);
-                    t.gaussian(p + "attn_v.bias", KV_HEADS * hd, 0.2);
+                    t.gaussian(p + "attn_q.bias", HEADS * hd, 0.5);
+                    t.gaussian(p + "attn_k.bias", KV_HEADS * hd, 0.5);
+                    t.gaussian(p + "attn_v.bias", KV_HEADS * hd, 0.5);
                 }
                 if (variant == Variant.QWEN3) {
                     t.norm(p + "attn_q_norm.weight", hd);
@@ -122,7 +132,6 @@ final class RandomModels {
             if (variant != Variant.LLAMA_TIED) t.matrix("output.weight", DIM, VOCAB, 1 / Math.sqrt(DIM));
             w.write(file);
         }
-        return file;
     }
 
     /** GPT-2's reversible byte → printable-character map (bytes_to_unicode): printable Latin-1 maps to itself. */
@@ -157,7 +166,7 @@ final class RandomModels {
     }
 
     /** Adds tensors to a writer, encoding 2-D weights in the model's type. */
-    private record Tensors(GgufWriter writer, Arena arena, Random random, GgmlType type) {
+    private record Tensors(GgufWriter writer, Arena arena, Random random, GgmlType type, Predicate<String> omit) {
         private static final ValueLayout.OfFloat F32_LE = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
         private static final ValueLayout.OfShort U16_LE = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
@@ -184,6 +193,7 @@ final class RandomModels {
         }
 
         private void add(String name, GgmlType t, long[] shape, float[] v) {
+            if (omit.test(name)) return;
             MemorySegment seg = arena.allocate(t.bytesFor(v.length), 32);
             switch (t) {
                 case F32 -> { for (int i = 0; i < v.length; i++) seg.setAtIndex(F32_LE, i, v[i]); }
