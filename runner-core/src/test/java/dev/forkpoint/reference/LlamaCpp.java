@@ -8,6 +8,7 @@ import de.kherud.llama.args.LogFormat;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
 
 /**
@@ -35,11 +36,17 @@ final class LlamaCpp {
      * (FACTS.md §6); it is small and the test JVM ends soon after.
      */
     static Completion greedy(Path model, String prompt, int n) {
+        return greedy(model, prompt, n, List.of());
+    }
+
+    /** As {@link #greedy(Path, String, int)} with the ids in {@code banned} never generated (logit bias −∞). */
+    static Completion greedy(Path model, String prompt, int n, Collection<Integer> banned) {
         silence();
         var params = new ModelParameters().setModel(model.toString()).setThreads(1).setCtxSize(512).setSeed(1).disableLog();
         LlamaModel llama = new LlamaModel(params);
         var inference = new InferenceParameters(prompt).setTemperature(0).setTopK(1).setRepeatPenalty(1.0f)
                 .setNPredict(n).setSeed(1);
+        if (!banned.isEmpty()) inference.disableTokenIds(banned);
         List<String> pieces = new ArrayList<>();
         for (LlamaOutput out : llama.generate(inference)) pieces.add(out.text);
         // The stream ends with a final message that carries no token.

@@ -106,7 +106,8 @@ final class RandomModels {
                 for (int i = 0; i < factors.length; i++) factors[i] = 1 + (i % 4);
                 t.f32("rope_freqs.weight", factors);
             }
-            t.matrix("token_embd.weight", DIM, VOCAB, 1.0);
+            // Tied logits are embeddings · normed state: a smaller embedding scale keeps them at rms ≈ 4, not ≈ 16.
+            t.matrix("token_embd.weight", DIM, VOCAB, variant == Variant.LLAMA_TIED ? 0.25 : 1.0);
             for (int l = 0; l < LAYERS; l++) {
                 String p = "blk." + l + ".";
                 t.norm(p + "attn_norm.weight", DIM);
