@@ -38,11 +38,12 @@ class ActivationRoundingBoundsTest {
         Path model = RandomModels.write(dir, variant, GgmlType.F32, ArchitectureLogitsTest.SEED);
         int[] tokens = ArchitectureLogitsTest.sequence();
         try (GgufFile file = GgufFile.open(model)) {
-            double[] exact = ReferenceTransformer.load(file).lastLogits(tokens);
+            ReferenceTransformer reference = ReferenceTransformer.load(file);
+            double[] exact = reference.lastLogits(tokens);
             for (GgmlType type : RandomModels.TYPES) {
                 ActivationRounding rounding = LLAMA_CPP_ACTIVATIONS.get(type);
                 if (rounding == ActivationRounding.NONE) continue;
-                double[] rounded = ReferenceTransformer.load(file, rounding).lastLogits(tokens);
+                double[] rounded = reference.lastLogits(tokens, rounding);
                 float[] asFloat = new float[rounded.length];
                 for (int i = 0; i < rounded.length; i++) asFloat[i] = (float) rounded[i];
                 double error = ReferenceLogits.relativeL2(asFloat, exact);

@@ -13,7 +13,9 @@ import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Predicate;
 
 /**
@@ -75,7 +77,7 @@ final class RandomModels {
      * names, every other tensor identical — to show what a missing feature (RoPE factors, biases) does to logits.
      */
     static void write(Path file, Variant variant, GgmlType type, long seed, Predicate<String> omit) throws IOException {
-        var random = new Random(seed * 1_000_003L + variant.ordinal());
+        var random = new GaussianReader(TAPES.computeIfAbsent(seed * 1_000_003L + variant.ordinal(), GaussianTape::new));
         String a = variant.architecture;
         int hd = variant.headDim();
         var w = new GgufWriter()
@@ -166,26 +168,61 @@ final class RandomModels {
          .put("tokenizer.ggml.add_bos_token", MetadataValue.ofBool(addBos));
     }
 
+    /** The Gaussian draws of each seed, kept so that writing one variant in seven types draws them only once. */
+    private static final Map<Long, GaussianTape> TAPES = new ConcurrentHashMap<>();
+
+    /** The sequence of standard normal draws of {@code new Random(seed)}, grown on demand. */
+    private static final class GaussianTape {
+        private final Random random;
+        private float[] values = new float[0];
+
+        GaussianTape(long seed) { random = new Random(seed); }
+
+        synchronized float[] upTo(int n) {
+            if (values.length < n) {
+                float[] grown = java.util.Arrays.copyOf(values, Math.max(n, values.length + (1 << 16)));
+                for (int i = values.length; i < grown.length; i++) grown[i] = (float) random.nextGaussian();
+                values = grown;
+            }
+            return values;
+        }
+    }
+
+    /** Reads a tape from its start. */
+    private static final class GaussianReader {
+        private final GaussianTape tape;
+        private int position;
+
+        GaussianReader(GaussianTape tape) { this.tape = tape; }
+
+        /** dst[i] = mean + std · (next draw). */
+        void fill(float[] dst, double mean, double std) {
+            float[] draws = tape.upTo(position + dst.length);
+            for (int i = 0; i < dst.length; i++) dst[i] = (float) (mean + std * draws[position + i]);
+            position += dst.length;
+        }
+    }
+
     /** Adds tensors to a writer, encoding 2-D weights in the model's type. */
-    private record Tensors(GgufWriter writer, Arena arena, Random random, GgmlType type, Predicate<String> omit) {
+    private record Tensors(GgufWriter writer, Arena arena, GaussianReader random, GgmlType type, Predicate<String> omit) {
         private static final ValueLayout.OfFloat F32_LE = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
         private static final ValueLayout.OfShort U16_LE = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
         void matrix(String name, int in, int out, double std) {
             float[] v = new float[in * out];
-            for (int i = 0; i < v.length; i++) v[i] = (float) (random.nextGaussian() * std);
+            random.fill(v, 0, std);
             add(name, type, new long[] {in, out}, v);
         }
 
         void norm(String name, int n) {
             float[] v = new float[n];
-            for (int i = 0; i < n; i++) v[i] = (float) (1 + 0.2 * random.nextGaussian());
+            random.fill(v, 1, 0.2);
             f32(name, v);
         }
 
         void gaussian(String name, int n, double std) {
             float[] v = new float[n];
-            for (int i = 0; i < n; i++) v[i] = (float) (std * random.nextGaussian());
+            random.fill(v, 0, std);
             f32(name, v);
         }
 

@@ -55,7 +55,6 @@ final class ReferenceTransformer {
     private final double[] outputNorm;
     private final Matrix output;
     private final double[] inverseFrequencies; // [ropeDims / 2]
-    private final ActivationRounding rounding;
 
     /**
      * Optional rounding of every matrix-multiply input, to <em>estimate</em> the error an engine that rounds
@@ -96,25 +95,19 @@ final class ReferenceTransformer {
     }
 
     private ReferenceTransformer(Config config, double[][] embeddings, Layer[] layers, double[] outputNorm, Matrix output,
-                                 double[] inverseFrequencies, ActivationRounding rounding) {
+                                 double[] inverseFrequencies) {
         this.config = config;
         this.embeddings = embeddings;
         this.layers = layers;
         this.outputNorm = outputNorm;
         this.output = output;
         this.inverseFrequencies = inverseFrequencies;
-        this.rounding = rounding;
     }
 
     Config config() { return config; }
 
     /** Reads every weight of {@code file} into doubles; the file may be closed afterwards. */
     static ReferenceTransformer load(GgufFile file) {
-        return load(file, ActivationRounding.NONE);
-    }
-
-    /** As {@link #load(GgufFile)}, rounding every matrix input as {@code rounding} says (for error estimates). */
-    static ReferenceTransformer load(GgufFile file, ActivationRounding rounding) {
         String arch = file.getString("general.architecture");
         boolean neox = switch (arch) {
             case "llama" -> false;
@@ -174,15 +167,23 @@ final class ReferenceTransformer {
             inv[i] = Math.pow(base, -2.0 * i / ropeDims);
             if (factor != null) inv[i] /= factor[i];
         }
-        return new ReferenceTransformer(config, embeddings, layers, outputNorm, output, inv, rounding);
+        return new ReferenceTransformer(config, embeddings, layers, outputNorm, output, inv);
     }
 
     /** A fresh sequence starting at position 0. */
-    Sequence newSequence() { return new Sequence(); }
+    Sequence newSequence() { return new Sequence(ActivationRounding.NONE); }
+
+    /** A fresh sequence that rounds every matrix input as {@code rounding} says (for error estimates only). */
+    Sequence newSequence(ActivationRounding rounding) { return new Sequence(rounding); }
 
     /** The logits of the last token after evaluating {@code tokens} from position 0. */
     double[] lastLogits(int[] tokens) {
-        Sequence s = newSequence();
+        return lastLogits(tokens, ActivationRounding.NONE);
+    }
+
+    /** As {@link #lastLogits(int[])}, rounding every matrix input as {@code rounding} says. */
+    double[] lastLogits(int[] tokens, ActivationRounding rounding) {
+        Sequence s = newSequence(rounding);
         double[] last = null;
         for (int t : tokens) last = s.next(t);
         return last;
@@ -219,9 +220,11 @@ final class ReferenceTransformer {
     final class Sequence {
         private final double[][][] keys = new double[config.layers()][][];   // [layer][pos][kvHeads*headDim]
         private final double[][][] values = new double[config.layers()][][];
+        private final ActivationRounding rounding;
         private int position;
 
-        private Sequence() {
+        private Sequence(ActivationRounding rounding) {
+            this.rounding = rounding;
             for (int l = 0; l < config.layers(); l++) {
                 keys[l] = new double[0][];
                 values[l] = new double[0][];
