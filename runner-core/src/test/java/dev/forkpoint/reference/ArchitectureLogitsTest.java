@@ -4,6 +4,7 @@ import dev.forkpoint.engine.LoadProgress;
 import dev.forkpoint.engine.LoadedModel;
 import dev.forkpoint.format.gguf.GgufFile;
 import dev.forkpoint.tensor.GgmlType;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -11,7 +12,9 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.Map;
 import java.util.Random;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -20,26 +23,23 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * For every architecture variant × tensor type of {@link RandomModels}, the engine's logits for a 12-token sequence
- * must match the float64 {@link ReferenceTransformer} run over the same (dequantized) weights.
+ * must match the float64 {@link ReferenceTransformer} run over the same (dequantized) weights, within
+ * {@link #bound}: relative L2 error ‖engine − reference‖ / ‖reference‖ of the last position's logits.
  *
- * <p>Bounds on the relative L2 error ‖engine − reference‖ / ‖reference‖ of the last position's logits. The reference
- * uses exactly the weights stored in the file, so any error comes from how the engine rounds activations:
- * <ul>
- *   <li>F32: float32 accumulation only — bound 1e-4.</li>
- *   <li>F16 / BF16: weights are exact in float32, but the engine may round activations to the weight type before
- *       the dot product, as llama.cpp does (F16: 11-bit significand, BF16: 8-bit).</li>
- *   <li>Q8_0, Q4_0, Q4_K, Q6_K: the engine quantizes activations to 8 bits per block (Q8_0 blocks of 32 for
- *       Q8_0/Q4_0, Q8_K blocks of 256 for the K types), like llama.cpp.</li>
- * </ul>
- * The expected error of each type was measured by running the reference with that activation rounding applied to
- * every matrix input ({@link ReferenceTransformer.ActivationRounding}) over all five variants; each bound is about
- * 4× the largest value measured, see {@link #bound}.
+ * <p>The reference uses exactly the weights stored in the file, so any error comes from how the engine treats
+ * activations. Each case also runs the reference with llama.cpp's activation rounding
+ * ({@link ActivationRounding#LLAMA_CPP}) and requires that simulation to stay within half the bound, so every bound
+ * leaves room for the rounding llama.cpp itself applies. Finally, an engine that claims llama.cpp's 8-bit activation
+ * formats must reproduce that simulation closely in most quantized cases (see {@link #quantizedCasesFollowLlamaCppRounding}).
  */
 class ArchitectureLogitsTest {
     @TempDir
     static Path dir;
 
     static final long SEED = 42;
+
+    /** Engine-vs-simulation errors of the quantized cases, for the class-level check. */
+    private static final Map<String, Double> SIMULATION_ERRORS = new ConcurrentHashMap<>();
 
     /** A BOS followed by 11 seeded byte tokens. */
     static int[] sequence() {
@@ -56,15 +56,18 @@ class ArchitectureLogitsTest {
     }
 
     /**
-     * The bound on the relative L2 error for weights of {@code type}. Simulated errors (the reference with activations
-     * rounded as llama.cpp rounds them, seeds 42/1/2, all five variants; worst case): F16 5.1e-4, BF16 3.7e-3,
-     * Q8 blocks of 32 (Q8_0, Q4_0) 1.5e-2, Q8 blocks of 256 (Q4_K, Q6_K) 2.2e-2 — Gaussian activations have
-     * block maxima of 2.5–3.5 σ, so an 8-bit step is 2–3 % of σ. Each bound is 3.5–4× that worst case, still far
-     * below what a structural defect (wrong RoPE pairing, a missing bias or norm) does to logits of rms ≈ 1.
-     * {@link ActivationRoundingBoundsTest} keeps the simulation below half of each bound.
+     * The bound on the relative L2 error for weights of {@code type}.
+     * <ul>
+     *   <li>F32: float32 accumulation only — 1e-4.</li>
+     *   <li>F16 / BF16: the weights are exact in float32, but an engine may round activations to the weight type as
+     *       llama.cpp does (simulated, worst variant: F16 4.4e-4, BF16 3.6e-3).</li>
+     *   <li>Q8_0 / Q4_0 (8-bit activation blocks of 32) and Q4_K / Q6_K (blocks of 256): simulated worst variant
+     *       1.6e-2 and 2.6e-2. Gaussian activations have block maxima of 2.5–3.5 σ, so an 8-bit step is 2–3 % of σ.</li>
+     * </ul>
+     * Each bound is ~4× the worst simulated value, and far below what a structural defect does (see
+     * {@link DiscriminationTest}: a missing RoPE factor or bias moves the logits by 0.25–0.7).
      * Measured on the engine (main + kernels, 2 December 2026), worst variant: F32 3.1e-7, F16 4.1e-7, BF16 3.1e-7
-     * (it computes F16/BF16 dot products in float32), Q8_0 1.6e-2, Q4_0 1.6e-2, Q4_K 2.6e-2, Q6_K 2.5e-2 (tied
-     * variant; the others 1.1–1.9e-2).
+     * (it computes F16/BF16 products in float32), Q8_0 1.6e-2, Q4_0 1.6e-2, Q4_K 2.6e-2, Q6_K 2.5e-2.
      */
     static double bound(GgmlType type) {
         return switch (type) {
@@ -87,16 +90,39 @@ class ArchitectureLogitsTest {
         }
         int[] tokens = sequence();
         double[] expected = reference.lastLogits(tokens);
+        double[] simulated = reference.lastLogits(tokens, ActivationRounding.LLAMA_CPP);
         float[] actual;
         try (LoadedModel engine = LoadedModel.load(model, 2, LoadProgress.NONE)) {
             actual = engine.logits(tokens);
         }
         assertEquals(RandomModels.VOCAB, actual.length, "logit count");
         double error = ReferenceLogits.relativeL2(actual, expected);
-        System.out.printf("ArchitectureLogitsTest %-16s %-5s relative L2 error %.3e (bound %.1e)%n", variant, type, error, bound(type));
+        double simulationError = ReferenceLogits.relativeL2(ReferenceLogits.toFloats(simulated), expected);
+        double engineVsSimulation = ReferenceLogits.relativeL2(actual, simulated);
+        System.out.printf("ArchitectureLogitsTest %-16s %-5s error %.2e (bound %.1e); llama.cpp rounding simulated: "
+                + "%.2e from exact, %.2e from the engine%n", variant, type, error, bound(type), simulationError, engineVsSimulation);
+        if (type.blockSize() > 1) SIMULATION_ERRORS.put(variant + " " + type, engineVsSimulation);
+
         assertTrue(error < bound(type), () -> variant + " " + type + ": relative L2 error " + error + " ≥ " + bound(type));
+        assertTrue(simulationError < bound(type) / 2, () -> variant + " " + type + ": llama.cpp's rounding alone gives "
+                + simulationError + ", not below half the bound " + bound(type) + "; the bound is too tight");
         if (type == GgmlType.F32) {
             assertArrayEquals(ReferenceLogits.topIds(expected, 5), ReferenceLogits.topIds(actual, 5), "top-5 ids");
         }
+    }
+
+    /**
+     * Forkpoint quantizes activations for block-quantized weights exactly as llama.cpp does, so its logits should
+     * equal the simulation up to float32 summation (~1e-7). 8-bit rounding is chaotic — one rounding flipped by a
+     * summation-order difference perturbs the next layer's roundings, and after a few layers the two carry different
+     * rounding noise of full size (~1e-2) — so this is required of at least half of the 20 quantized cases, not all
+     * (measured: 17 of 20 within 1e-6). An engine with another activation format fails every case.
+     */
+    @AfterAll
+    static void quantizedCasesFollowLlamaCppRounding() {
+        if (SIMULATION_ERRORS.size() < 20) return; // a filtered run
+        long close = SIMULATION_ERRORS.values().stream().filter(e -> e < 1e-5).count();
+        assertTrue(2 * close >= SIMULATION_ERRORS.size(), () -> "only " + close + " of " + SIMULATION_ERRORS.size()
+                + " quantized cases match llama.cpp's activation rounding to 1e-5: " + SIMULATION_ERRORS);
     }
 }

@@ -28,7 +28,8 @@ class LlamaCppArchitectureTest {
     static final int TOKENS = 24;
     /**
      * The smallest top-1 − top-2 logit gap accepted at any step. Logits have rms ≈ 1 and llama.cpp's rounding moves
-     * them by ~4e-4 (the F16-activation simulation of {@link ActivationRoundingBoundsTest}), so 4e-3 is a 10× margin.
+     * them by ~4e-4 (rounding activations to F16 does that, see {@link ArchitectureLogitsTest#bound}), so 4e-3 is
+     * a 10× margin.
      */
     static final double MIN_MARGIN = 4e-3;
 

@@ -21,6 +21,12 @@ final class ReferenceLogits {
         return Math.sqrt(diff / norm);
     }
 
+    static float[] toFloats(double[] v) {
+        float[] out = new float[v.length];
+        for (int i = 0; i < v.length; i++) out[i] = (float) v[i];
+        return out;
+    }
+
     /** The ids of the {@code k} largest values, largest first (ties by lower id). */
     static int[] topIds(double[] logits, int k) {
         return IntStream.range(0, logits.length).boxed()

@@ -2,6 +2,7 @@ package dev.forkpoint.reference;
 
 import dev.forkpoint.format.gguf.GgufFile;
 import dev.forkpoint.format.gguf.GgufTensor;
+import dev.forkpoint.tensor.GgmlType;
 import dev.forkpoint.tensor.Quantization;
 
 import java.lang.foreign.MemorySegment;
@@ -31,9 +32,13 @@ final class ReferenceTransformer {
     record Config(String architecture, int dim, int layers, int heads, int kvHeads, int headDim, int ffn, int vocab,
                   double rmsEps, double ropeBase, int ropeDims, boolean neoxRope) {}
 
-    /** A dense matrix of {@code rows × cols} doubles, row-major, with an optional bias of {@code rows}. */
-    record Matrix(int rows, int cols, double[] w, double[] bias) {
-        double[] times(double[] x) {
+    /**
+     * A dense matrix of {@code rows × cols} doubles, row-major, with an optional bias of {@code rows}; {@code type}
+     * is how the file stores it (for {@link ActivationRounding}).
+     */
+    record Matrix(int rows, int cols, double[] w, double[] bias, GgmlType type) {
+        double[] times(double[] x, ActivationRounding rounding) {
+            x = rounding.apply(type, x);
             if (x.length != cols) throw new IllegalArgumentException("input of " + x.length + " for a matrix of " + cols + " columns");
             double[] y = new double[rows];
             for (int r = 0; r < rows; r++) {
@@ -55,44 +60,6 @@ final class ReferenceTransformer {
     private final double[] outputNorm;
     private final Matrix output;
     private final double[] inverseFrequencies; // [ropeDims / 2]
-
-    /**
-     * Optional rounding of every matrix-multiply input, to <em>estimate</em> the error an engine that rounds
-     * activations (as llama.cpp does) should show. {@link #NONE} is the reference proper.
-     */
-    enum ActivationRounding {
-        NONE, F16, BF16,
-        /** 8-bit blocks of 32 with an F16 scale amax/127 (llama.cpp's Q8_0 activation format). */
-        Q8_BLOCKS_OF_32,
-        /** 8-bit blocks of 256 with an F32 scale amax/127 (llama.cpp's Q8_K activation format). */
-        Q8_BLOCKS_OF_256;
-
-        double[] apply(double[] x) {
-            if (this == NONE) return x;
-            double[] y = new double[x.length];
-            switch (this) {
-                case F16 -> { for (int i = 0; i < x.length; i++) y[i] = Float.float16ToFloat(Float.floatToFloat16((float) x[i])); }
-                case BF16 -> {
-                    for (int i = 0; i < x.length; i++) {
-                        int bits = Float.floatToRawIntBits((float) x[i]);
-                        y[i] = Float.intBitsToFloat(((bits + 0x7FFF + ((bits >>> 16) & 1)) >>> 16) << 16);
-                    }
-                }
-                default -> {
-                    int block = this == Q8_BLOCKS_OF_32 ? 32 : 256;
-                    for (int b = 0; b < x.length; b += block) {
-                        int end = Math.min(x.length, b + block);
-                        double amax = 0;
-                        for (int i = b; i < end; i++) amax = Math.max(amax, Math.abs(x[i]));
-                        double d = (float) (amax / 127);
-                        if (this == Q8_BLOCKS_OF_32) d = Float.float16ToFloat(Float.floatToFloat16((float) d));
-                        for (int i = b; i < end; i++) y[i] = d == 0 ? 0 : Math.max(-127, Math.min(127, Math.rint(x[i] / d))) * d;
-                    }
-                }
-            }
-            return y;
-        }
-    }
 
     private ReferenceTransformer(Config config, double[][] embeddings, Layer[] layers, double[] outputNorm, Matrix output,
                                  double[] inverseFrequencies) {
@@ -158,7 +125,7 @@ final class ReferenceTransformer {
         double[] outputNorm = vector(file, "output_norm.weight", dim);
         Matrix output = file.findTensor("output.weight").isPresent()
                 ? matrix(file, "output", dim, vocab)
-                : new Matrix(vocab, dim, flat, null); // tied to the embeddings
+                : new Matrix(vocab, dim, flat, null, embd.type()); // tied to the embeddings
 
         double[] inv = new double[ropeDims / 2];
         Optional<GgufTensor> factors = file.findTensor("rope_freqs.weight");
@@ -173,7 +140,7 @@ final class ReferenceTransformer {
     /** A fresh sequence starting at position 0. */
     Sequence newSequence() { return new Sequence(ActivationRounding.NONE); }
 
-    /** A fresh sequence that rounds every matrix input as {@code rounding} says (for error estimates only). */
+    /** A fresh sequence that rounds matrix inputs as {@code rounding} says (simulations only). */
     Sequence newSequence(ActivationRounding rounding) { return new Sequence(rounding); }
 
     /** The logits of the last token after evaluating {@code tokens} from position 0. */
@@ -181,7 +148,7 @@ final class ReferenceTransformer {
         return lastLogits(tokens, ActivationRounding.NONE);
     }
 
-    /** As {@link #lastLogits(int[])}, rounding every matrix input as {@code rounding} says. */
+    /** As {@link #lastLogits(int[])}, rounding matrix inputs as {@code rounding} says. */
     double[] lastLogits(int[] tokens, ActivationRounding rounding) {
         Sequence s = newSequence(rounding);
         double[] last = null;
@@ -242,10 +209,10 @@ final class ReferenceTransformer {
             double[] x = embeddings[token].clone();
             for (int l = 0; l < config.layers(); l++) {
                 Layer layer = layers[l];
-                double[] h = rounding.apply(rmsNorm(x, 0, x.length, layer.attnNorm, config.rmsEps()));
-                double[] q = layer.wq.times(h);
-                double[] k = layer.wk.times(h);
-                double[] v = layer.wv.times(h);
+                double[] h = rmsNorm(x, 0, x.length, layer.attnNorm, config.rmsEps());
+                double[] q = layer.wq.times(h, rounding);
+                double[] k = layer.wk.times(h, rounding);
+                double[] v = layer.wv.times(h, rounding);
                 for (int head = 0; head < config.heads(); head++) {
                     if (layer.qNorm != null) normInPlace(q, head * hd, hd, layer.qNorm);
                     rope(q, head * hd, position);
@@ -278,18 +245,18 @@ final class ReferenceTransformer {
                         for (int i = 0; i < hd; i++) attended[head * hd + i] += p * values[l][t][kvOff + i];
                     }
                 }
-                double[] o = layer.wo.times(rounding.apply(attended));
+                double[] o = layer.wo.times(attended, rounding);
                 for (int i = 0; i < x.length; i++) x[i] += o[i];
 
-                double[] h2 = rounding.apply(rmsNorm(x, 0, x.length, layer.ffnNorm, config.rmsEps()));
-                double[] g = layer.gate.times(h2);
-                double[] u = layer.up.times(h2);
+                double[] h2 = rmsNorm(x, 0, x.length, layer.ffnNorm, config.rmsEps());
+                double[] g = layer.gate.times(h2, rounding);
+                double[] u = layer.up.times(h2, rounding);
                 for (int i = 0; i < g.length; i++) g[i] = g[i] / (1 + Math.exp(-g[i])) * u[i];
-                double[] d = layer.down.times(rounding.apply(g));
+                double[] d = layer.down.times(g, rounding);
                 for (int i = 0; i < x.length; i++) x[i] += d[i];
             }
             position++;
-            return output.times(rounding.apply(rmsNorm(x, 0, x.length, outputNorm, config.rmsEps())));
+            return output.times(rmsNorm(x, 0, x.length, outputNorm, config.rmsEps()), rounding);
         }
 
         private void normInPlace(double[] v, int off, int n, double[] w) {
@@ -332,7 +299,7 @@ final class ReferenceTransformer {
             throw new IllegalArgumentException(t.name() + " has shape " + t.shapeString() + ", expected [" + in + ", " + out + "]");
         }
         double[] bias = file.findTensor(prefix + ".bias").map(b -> vector(b, out)).orElse(null);
-        return new Matrix(out, in, dequantize(t), bias);
+        return new Matrix(out, in, dequantize(t), bias, t.type());
     }
 
     private static double[] vector(GgufFile file, String name, int n) {
