@@ -13,6 +13,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Comparator;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -41,17 +44,25 @@ final class GgufReader {
         this.size = file.byteSize();
     }
 
+    /** Maps {@code path} read-only and parses it; the returned file owns the mapping. */
     static GgufFile read(Path path) throws IOException {
         Arena arena = Arena.ofShared();
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
             long size = ch.size();
-            MemorySegment seg = size == 0 ? MemorySegment.NULL.reinterpret(0)
-                    : ch.map(FileChannel.MapMode.READ_ONLY, 0, size, arena);
+            MemorySegment seg = size == 0 ? MemorySegment.NULL : ch.map(FileChannel.MapMode.READ_ONLY, 0, size, arena);
             return new GgufReader(path, seg).parse(arena);
         } catch (RuntimeException | IOException | Error e) {
             arena.close();
             throw e;
         }
+    }
+
+    /**
+     * Parses GGUF bytes already in memory (tests use this to try thousands of corrupted variants quickly);
+     * {@code nameForMessages} names the source in errors. Tensors are slices of {@code bytes}.
+     */
+    static GgufFile parse(Path nameForMessages, MemorySegment bytes) {
+        return new GgufReader(nameForMessages, bytes).parse(null);
     }
 
     private GgufFile parse(Arena arena) {
@@ -71,12 +82,14 @@ final class GgufReader {
         long kvCount = count("metadata_kv_count", 8 + 4 + 1);
 
         Map<String, MetadataValue> metadata = new LinkedHashMap<>();
+        long alignmentAt = -1;
         for (long i = 0; i < kvCount; i++) {
             long keyAt = pos;
             String key = string("metadata key #" + i);
             if (key.isEmpty()) throw fail("metadata key #" + i, keyAt, "empty key");
             long typeAt = pos;
             MetadataType type = metadataType("metadata " + key + " type", typeAt);
+            if (key.equals("general.alignment")) alignmentAt = pos;
             MetadataValue value = value("metadata " + key, type, 0);
             if (metadata.put(key, value) != null) throw fail("metadata " + key, keyAt, "duplicate key");
         }
@@ -85,17 +98,19 @@ final class GgufReader {
         MetadataValue align = metadata.get("general.alignment");
         if (align != null) {
             if (!(align instanceof MetadataValue.Int a) || a.value() <= 0 || a.value() > (1 << 30) || Long.bitCount(a.value()) != 1) {
-                throw fail("metadata general.alignment", -1, "must be a positive power of two, found " + align.describe());
+                throw fail("metadata general.alignment", alignmentAt, "must be a positive power of two, found " + align.describe());
             }
             alignment = (int) a.value();
         }
 
-        record Info(String name, long[] shape, GgmlType type, long offset, long bytes, long at) {}
+        record Info(String name, long[] shape, GgmlType type, long offset, long bytes, long offsetAt) {}
         var infos = new ArrayList<Info>((int) Math.min(tensorCount, 1 << 16));
+        var names = new HashSet<String>();
         for (long i = 0; i < tensorCount; i++) {
             long at = pos;
             String name = string("tensor #" + i + " name");
             String field = "tensor " + name;
+            if (!names.add(name)) throw fail(field, at, "duplicate tensor name");
             long dimsAt = pos;
             int nDims = u32(field + " n_dims");
             if (nDims < 1 || nDims > MAX_DIMS) throw fail(field + " n_dims", dimsAt, "must be 1.." + MAX_DIMS + ", found " + Integer.toUnsignedString(nDims));
@@ -131,7 +146,7 @@ final class GgufReader {
             } catch (ArithmeticException e) {
                 throw fail(field + " shape", dimsAt, "byte size overflows");
             }
-            infos.add(new Info(name, shape, type, offset, bytes, at));
+            infos.add(new Info(name, shape, type, offset, bytes, offsetAt));
         }
 
         long dataOffset = alignUp(pos, alignment);
@@ -139,19 +154,32 @@ final class GgufReader {
             throw fail("tensor data", pos, "file ends before the tensor data section (size " + size + ")");
         }
         long dataBytes = Math.max(0, size - dataOffset);
-        Map<String, GgufTensor> tensors = new LinkedHashMap<>();
         for (Info info : infos) {
-            if (info.offset > dataBytes || info.bytes > dataBytes - info.offset) {
-                throw fail("tensor " + info.name + " data", dataOffset + info.offset,
-                        info.bytes + " bytes at data offset " + info.offset + " run past the end of the file (" + dataBytes + " data bytes)");
+            if (info.offset > dataBytes) {
+                throw fail("tensor " + info.name + " offset", info.offsetAt, "data offset " + info.offset
+                        + " is past the end of the file (" + dataBytes + " data bytes)");
             }
-            MemorySegment data = file.asSlice(dataOffset + info.offset, info.bytes);
-            if (tensors.put(info.name, new GgufTensor(info.name, info.type, info.shape, info.offset, data)) != null) {
-                throw fail("tensor " + info.name, info.at, "duplicate tensor name");
+            if (info.bytes > dataBytes - info.offset) {
+                throw fail("tensor " + info.name + " data", dataOffset + info.offset, info.bytes + " bytes at data offset "
+                        + info.offset + " run past the end of the file (" + dataBytes + " data bytes)");
             }
         }
-        return new GgufFile(path, version, java.util.Collections.unmodifiableMap(metadata),
-                java.util.Collections.unmodifiableMap(tensors), alignment, dataOffset, size, arena);
+        var byOffset = new ArrayList<>(infos);
+        byOffset.sort(Comparator.comparingLong(Info::offset));
+        for (int i = 1; i < byOffset.size(); i++) {
+            Info prev = byOffset.get(i - 1), next = byOffset.get(i);
+            if (prev.offset + prev.bytes > next.offset) {
+                throw fail("tensor " + next.name + " offset", next.offsetAt, "data at offset " + next.offset
+                        + " overlaps tensor " + prev.name + " (" + prev.bytes + " bytes at offset " + prev.offset + ")");
+            }
+        }
+        Map<String, GgufTensor> tensors = new LinkedHashMap<>();
+        for (Info info : infos) {
+            MemorySegment data = file.asSlice(dataOffset + info.offset, info.bytes);
+            tensors.put(info.name, new GgufTensor(info.name, info.type, info.shape, info.offset, data));
+        }
+        return new GgufFile(path, version, Collections.unmodifiableMap(metadata),
+                Collections.unmodifiableMap(tensors), alignment, dataOffset, size, arena);
     }
 
     private MetadataValue value(String field, MetadataType type, int depth) {
@@ -175,8 +203,10 @@ final class GgufReader {
             case ARRAY -> {
                 if (depth >= MAX_NESTING) throw fail(field, at, "arrays nested deeper than " + MAX_NESTING);
                 MetadataType elementType = metadataType(field + " element type", pos);
+                long countAt = pos;
                 long n = count(field + " count", elementType.minBytes());
-                var values = new ArrayList<MetadataValue>((int) n);
+                if (n > Integer.MAX_VALUE - 8) throw fail(field + " count", countAt, "array of " + n + " values is too large");
+                var values = new ArrayList<MetadataValue>((int) Math.min(n, 1 << 16));
                 for (long i = 0; i < n; i++) values.add(value(field + "[" + i + "]", elementType, depth + 1));
                 yield new MetadataValue.Array(elementType, values);
             }

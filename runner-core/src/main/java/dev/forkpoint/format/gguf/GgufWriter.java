@@ -54,7 +54,14 @@ public final class GgufWriter {
     }
 
     public void write(Path target) throws IOException {
-        int alignment = metadata.get("general.alignment") instanceof MetadataValue.Int a ? (int) a.value() : GgufFile.DEFAULT_ALIGNMENT;
+        int alignment = GgufFile.DEFAULT_ALIGNMENT;
+        MetadataValue align = metadata.get("general.alignment");
+        if (align != null) {
+            if (!(align instanceof MetadataValue.Int a) || a.value() <= 0 || a.value() > (1 << 30) || Long.bitCount(a.value()) != 1) {
+                throw new IllegalArgumentException("general.alignment must be a positive power of two, found " + align.describe());
+            }
+            alignment = (int) a.value();
+        }
         Path tmp = target.resolveSibling(target.getFileName() + ".tmp");
         try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING)) {
             var header = new Buf();
