@@ -207,7 +207,14 @@ final class GgufReader {
                 long n = count(field + " count", elementType.minBytes());
                 if (n > Integer.MAX_VALUE - 8) throw fail(field + " count", countAt, "array of " + n + " values is too large");
                 var values = new ArrayList<MetadataValue>((int) Math.min(n, 1 << 16));
-                for (long i = 0; i < n; i++) values.add(value(field + "[" + i + "]", elementType, depth + 1));
+                for (long i = 0; i < n; i++) {
+                    values.add(switch (elementType) {
+                        // count() has checked that n fixed-size values fit, so only names of failures are built
+                        case STRING -> new MetadataValue.Str(string(field, i));
+                        case ARRAY -> value(field + "[" + i + "]", elementType, depth + 1);
+                        default -> scalarElement(field, i, elementType);
+                    });
+                }
                 yield new MetadataValue.Array(elementType, values);
             }
         };
@@ -231,13 +238,27 @@ final class GgufReader {
         return n;
     }
 
-    private String string(String field) {
-        long at = pos;
-        long len = u64(field + " length");
-        if (len < 0 || len > size - pos) {
-            throw fail(field, at, "string length " + Long.toUnsignedString(len) + " exceeds the " + (size - pos) + " bytes that remain");
+    /** A fixed-size element of an array whose count has been checked against the bytes that remain. */
+    private MetadataValue scalarElement(String arrayField, long index, MetadataType type) {
+        if (type == MetadataType.BOOL && Byte.toUnsignedInt(file.get(ValueLayout.JAVA_BYTE, pos)) > 1) {
+            return value(arrayField + "[" + index + "]", type, 0); // reports the bad bool
         }
-        if (len > Integer.MAX_VALUE - 16) throw fail(field, at, "string length " + len + " is too large");
+        return value(arrayField, type, 0);
+    }
+
+    private String string(String field) {
+        return string(field, -1);
+    }
+
+    /** A length-prefixed UTF-8 string; {@code index >= 0} names it as element {@code index} of array {@code field}. */
+    private String string(String field, long index) {
+        long at = pos;
+        if (size - pos < 8) need(indexed(field, index) + " length", 8);
+        long len = u64(field);
+        if (len < 0 || len > size - pos) {
+            throw fail(indexed(field, index), at, "string length " + Long.toUnsignedString(len) + " exceeds the " + (size - pos) + " bytes that remain");
+        }
+        if (len > Integer.MAX_VALUE - 16) throw fail(indexed(field, index), at, "string length " + len + " is too large");
         byte[] bytes = file.asSlice(pos, len).toArray(ValueLayout.JAVA_BYTE);
         pos += len;
         return new String(bytes, StandardCharsets.UTF_8);
@@ -273,6 +294,10 @@ final class GgufReader {
         long v = file.get(I64, pos);
         pos += 8;
         return v;
+    }
+
+    private static String indexed(String field, long index) {
+        return index < 0 ? field : field + "[" + index + "]";
     }
 
     static long alignUp(long v, int alignment) {
