@@ -109,6 +109,7 @@ final class GgufReader {
         for (long i = 0; i < tensorCount; i++) {
             long at = pos;
             String name = string("tensor #" + i + " name");
+            if (name.isEmpty()) throw fail("tensor #" + i + " name", at, "empty name");
             String field = "tensor " + name;
             if (!names.add(name)) throw fail(field, at, "duplicate tensor name");
             long dimsAt = pos;
