@@ -161,8 +161,10 @@ public final class GgufFile implements AutoCloseable {
     }
 
     private ModelFormatException wrongType(String key, String expected, MetadataValue found) {
-        return new ModelFormatException(path, "metadata " + key, "expected " + expected + ", found a "
-                + found.type().name().toLowerCase() + " (" + found.describe() + ")");
+        String type = found.type().name().toLowerCase();
+        String article = type.startsWith("a") || type.startsWith("i") ? "an " : "a ";
+        return new ModelFormatException(path, "metadata " + key, "expected " + expected + ", found " + article + type
+                + " (" + found.describe() + ")");
     }
 
     @Override
