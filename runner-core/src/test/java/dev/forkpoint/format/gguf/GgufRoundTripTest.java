@@ -254,6 +254,29 @@ class GgufRoundTripTest {
     }
 
     @Test
+    void writerRejectsWhatTheReaderWouldRejectAndLeavesNoFileBehind() throws IOException {
+        var rnd = new Random(1);
+        List<GgufWriter> bad = List.of(
+                new GgufWriter().put("u8", new Int(UINT8, 256)),
+                new GgufWriter().put("i8", new Int(INT8, -129)),
+                new GgufWriter().put("u16", new Int(UINT16, -1)),
+                new GgufWriter().put("i16", new Int(INT16, 40000)),
+                new GgufWriter().put("u32", new Int(UINT32, 1L << 32)),
+                new GgufWriter().put("i32", new Int(INT32, 1L << 31)),
+                new GgufWriter().put("", new Str("empty key")),
+                new GgufWriter().put("mixed", new Array(INT32, List.of(new Int(INT32, 1), new Int(UINT32, 2)))),
+                new GgufWriter().add(tensor(rnd, "t", GgmlType.F32, 4)).add(tensor(rnd, "t", GgmlType.F32, 4)),
+                new GgufWriter().add(tensor(rnd, "", GgmlType.F32, 4)));
+        for (GgufWriter w : bad) assertThrows(IllegalArgumentException.class, () -> w.write(dir.resolve("bad.gguf")));
+        try (var files = Files.list(dir)) {
+            assertEquals(List.of(), files.toList());
+        }
+        assertThrows(IllegalArgumentException.class, () -> new Int(FLOAT32, 1));
+        assertThrows(IllegalArgumentException.class, () -> new Float(INT32, 1));
+        assertThrows(IllegalArgumentException.class, () -> tensor(rnd, "q", GgmlType.Q8_0, 33));
+    }
+
+    @Test
     void writerRejectsInvalidAlignment() {
         for (MetadataValue bad : List.of(new Int(UINT32, 0), new Int(UINT32, 3), new Int(INT32, -32), new Str("32"))) {
             var w = new GgufWriter().put("general.alignment", bad);
