@@ -20,9 +20,13 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
- * Parses a GGUF file (versions 2 and 3) from a read-only memory mapping. Every count, length, offset and size is
- * checked against the bytes that remain before it is used, so a hostile file can neither make the reader allocate
- * more than a small multiple of its own size nor read outside the mapping.
+ * Parses a GGUF file (versions 2 and 3, little-endian) from a read-only memory mapping. Every count, length, offset
+ * and size is checked against the bytes that remain before it is used, so a hostile file can neither make the reader
+ * allocate more than a small multiple of its own size nor read outside the mapping; any defect is a
+ * {@link dev.forkpoint.format.ModelFormatException} naming the file, the field and its offset. Beyond the layout it
+ * enforces: non-empty unique keys and tensor names, bools of 0 or 1, arrays nested at most {@link #MAX_NESTING} deep,
+ * a power-of-two {@code general.alignment}, 1..4 positive dimensions with rows of whole blocks, aligned tensor offsets,
+ * and tensor data that lies inside the file without overlapping. Tensor data is never copied: tensors are slices.
  */
 final class GgufReader {
     static final int MAGIC = 0x46554747; // "GGUF" little-endian

@@ -236,16 +236,15 @@ class GgufRoundTripTest {
         }
     }
 
-    /** Rewriting the reference model with our writer reproduces it byte for byte (same order, alignment and padding). */
-    @Test
-    void rewritingStories260KReproducesTheFile() throws IOException {
-        Path model = TestData.shared("models/stories260K.gguf");
+    /** Rewriting a reference model with our writer reproduces it byte for byte (same order, alignment and padding). */
+    @ParameterizedTest
+    @ValueSource(strings = {"models/stories260K.gguf", "models/llama-2-tiny-random.gguf"})
+    void rewritingAReferenceModelReproducesTheFile(String name) throws IOException {
+        Path model = TestData.shared(name);
         Path copy = dir.resolve("rewritten.gguf");
         try (GgufFile f = GgufFile.open(model)) {
-            assertEquals(48, f.tensors().size());
-            assertEquals(19, f.metadata().size());
             assertEquals("llama", f.getString("general.architecture"));
-            assertEquals(512, f.getStringArray("tokenizer.ggml.tokens").length);
+            assertEquals(f.getInt("llama.block_count") * 9 + 3, f.tensors().size());
             var writer = new GgufWriter().putAll(f.metadata());
             for (GgufTensor t : f.tensors()) writer.add(new GgufWriter.TensorData(t.name(), t.type(), t.shape(), t.data()));
             writer.write(copy);
