@@ -92,10 +92,11 @@ final class GgufReader {
             String key = string("metadata key #" + i);
             if (key.isEmpty()) throw fail("metadata key #" + i, keyAt, "empty key");
             long typeAt = pos;
-            MetadataType type = metadataType("metadata " + key + " type", typeAt);
+            String field = "metadata " + shown(key);
+            MetadataType type = metadataType(field + " type", typeAt);
             if (key.equals("general.alignment")) alignmentAt = pos;
-            MetadataValue value = value("metadata " + key, type, 0);
-            if (metadata.put(key, value) != null) throw fail("metadata " + key, keyAt, "duplicate key");
+            MetadataValue value = value(field, type, 0);
+            if (metadata.put(key, value) != null) throw fail(field, keyAt, "duplicate key");
         }
 
         int alignment = GgufFile.DEFAULT_ALIGNMENT;
@@ -114,7 +115,7 @@ final class GgufReader {
             long at = pos;
             String name = string("tensor #" + i + " name");
             if (name.isEmpty()) throw fail("tensor #" + i + " name", at, "empty name");
-            String field = "tensor " + name;
+            String field = "tensor " + shown(name);
             if (!names.add(name)) throw fail(field, at, "duplicate tensor name");
             long dimsAt = pos;
             int nDims = u32(field + " n_dims");
@@ -161,11 +162,11 @@ final class GgufReader {
         long dataBytes = Math.max(0, size - dataOffset);
         for (Info info : infos) {
             if (info.offset > dataBytes) {
-                throw fail("tensor " + info.name + " offset", info.offsetAt, "data offset " + info.offset
+                throw fail("tensor " + shown(info.name) + " offset", info.offsetAt, "data offset " + info.offset
                         + " is past the end of the file (" + dataBytes + " data bytes)");
             }
             if (info.bytes > dataBytes - info.offset) {
-                throw fail("tensor " + info.name + " data", dataOffset + info.offset, info.bytes + " bytes at data offset "
+                throw fail("tensor " + shown(info.name) + " data", dataOffset + info.offset, info.bytes + " bytes at data offset "
                         + info.offset + " run past the end of the file (" + dataBytes + " data bytes)");
             }
         }
@@ -174,8 +175,8 @@ final class GgufReader {
         for (int i = 1; i < byOffset.size(); i++) {
             Info prev = byOffset.get(i - 1), next = byOffset.get(i);
             if (prev.offset + prev.bytes > next.offset) {
-                throw fail("tensor " + next.name + " offset", next.offsetAt, "data at offset " + next.offset
-                        + " overlaps tensor " + prev.name + " (" + prev.bytes + " bytes at offset " + prev.offset + ")");
+                throw fail("tensor " + shown(next.name) + " offset", next.offsetAt, "data at offset " + next.offset
+                        + " overlaps tensor " + shown(prev.name) + " (" + prev.bytes + " bytes at offset " + prev.offset + ")");
             }
         }
         Map<String, GgufTensor> tensors = new LinkedHashMap<>();
@@ -299,6 +300,18 @@ final class GgufReader {
         long v = file.get(I64, pos);
         pos += 8;
         return v;
+    }
+
+    /**
+     * A key or tensor name as errors show it: a corrupt length can turn megabytes of other bytes into a "name",
+     * so long names are cut and control characters escaped.
+     */
+    private static String shown(String name) {
+        String s = name.length() <= 120 ? name : name.substring(0, 117) + "...";
+        if (s.chars().noneMatch(Character::isISOControl)) return s;
+        var sb = new StringBuilder();
+        s.chars().forEach(c -> sb.append(Character.isISOControl(c) ? String.format("\\x%02x", c) : String.valueOf((char) c)));
+        return sb.toString();
     }
 
     private static String indexed(String field, long index) {

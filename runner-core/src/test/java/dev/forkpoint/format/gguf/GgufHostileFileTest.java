@@ -203,6 +203,14 @@ class GgufHostileFileTest {
     }
 
     @Test
+    void longNamesAreShortenedInMessages() {
+        String key = "k".repeat(100_000);
+        var e = header(3, 0, 1).key(key, 99).rejectedAt("metadata " + "k".repeat(117) + "... type");
+        assertTrue(e.getMessage().length() < 400, e::getMessage);
+        header(3, 0, 1).key("a\nb\u0000", 99).rejectedAt("metadata a\\x0ab\\x00 type");
+    }
+
+    @Test
     void emptyTensorName() {
         header(3, 1, 0).tensor("", TYPE_F32, 0, 16).padTo(32).zeros(64).rejectedAt("tensor #0 name");
     }
