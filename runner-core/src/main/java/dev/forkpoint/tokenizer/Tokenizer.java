@@ -8,7 +8,7 @@ import dev.forkpoint.format.gguf.GgufFile;
 public interface Tokenizer {
     /** Builds the tokenizer the file's {@code tokenizer.ggml.model} names; refuses unknown models with a clear error. */
     static Tokenizer fromGguf(GgufFile file) {
-        throw new UnsupportedOperationException("tokenizers are not implemented yet");
+        return TokenizerLoader.load(file);
     }
 
     /** "llama" (SentencePiece BPE) or "gpt2" (byte-level BPE), as in {@code tokenizer.ggml.model}. */
@@ -36,6 +36,15 @@ public interface Tokenizer {
 
     /** EOS id, or -1. */
     int eosId();
+
+    /** EOT (end of turn) id, or -1. */
+    int eotId();
+
+    /** Whether {@code encode(text, true, …)} puts BOS first. */
+    boolean addsBos();
+
+    /** Whether {@code encode(text, true, …)} puts EOS last. */
+    boolean addsEos();
 
     /** True for ids that end generation: EOS, EOT, EOM and other end-of-generation ids from metadata. */
     boolean isEndOfGeneration(int id);
