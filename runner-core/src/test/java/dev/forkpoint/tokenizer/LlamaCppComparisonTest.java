@@ -158,16 +158,12 @@ class LlamaCppComparisonTest {
 
     @Test
     void qwen2() throws IOException {
-        Path vocab = dir.resolve("qwen2-vocab.gguf");
-        VocabFixtures.qwen2().write(vocab);
-        compare(wrap(vocab, "qwen2"), 4);
+        compare(wrap(VocabFixtures.qwen2File(), "qwen2"), 4);
     }
 
     @Test
     void llama3() throws IOException {
-        Path vocab = dir.resolve("llama3-vocab.gguf");
-        VocabFixtures.llama3().write(vocab);
-        compare(wrap(vocab, "llama3"), 5);
+        compare(wrap(VocabFixtures.llama3File(), "llama3"), 5);
     }
 
     @Test

@@ -1,12 +1,8 @@
 package dev.forkpoint.tokenizer;
 
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInstance;
-import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
-import java.nio.file.Path;
 import java.util.Arrays;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -16,10 +12,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * llama.cpp's vectors for the Qwen2 and Llama 3 vocabularies, run against GGUF vocabularies written from the
  * models' own tokenizer files.
  */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class PreTokenizerVectorsTest {
-    @TempDir
-    Path dir;
 
     private static void check(Tokenizer tokenizer, String vocab) throws IOException {
         for (VocabTestCases.Case c : VocabTestCases.load(vocab).cases()) {
@@ -31,11 +24,11 @@ class PreTokenizerVectorsTest {
 
     @Test
     void qwen2() throws IOException {
-        check(VocabFixtures.open(VocabFixtures.qwen2(), dir, "qwen2"), "ggml-vocab-qwen2.gguf");
+        check(VocabFixtures.open(VocabFixtures.qwen2File()), "ggml-vocab-qwen2.gguf");
     }
 
     @Test
     void llama3() throws IOException {
-        check(VocabFixtures.open(VocabFixtures.llama3(), dir, "llama3"), "ggml-vocab-llama-bpe.gguf");
+        check(VocabFixtures.open(VocabFixtures.llama3File()), "ggml-vocab-llama-bpe.gguf");
     }
 }

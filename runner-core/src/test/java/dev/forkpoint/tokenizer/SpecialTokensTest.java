@@ -71,7 +71,7 @@ class SpecialTokensTest {
 
     @Test
     void llama3TestVectorsWithChatFormatting() throws IOException {
-        Tokenizer t = VocabFixtures.open(VocabFixtures.llama3(), dir, "llama3");
+        Tokenizer t = VocabFixtures.open(VocabFixtures.llama3File());
         assertTrue(t.addsBos(), "llama-bpe adds BOS by default");
         assertEquals(128009, t.eotId());
         assertTrue(t.isEndOfGeneration(128009));

@@ -126,6 +126,35 @@ final class VocabFixtures {
                 .put("tokenizer.ggml.eot_token_id", MetadataValue.ofU32(128009));
     }
 
+    private static Path cachedQwen2, cachedLlama3;
+
+    /** {@link #qwen2()} written once per test run (it is large to build); the file is removed at exit. */
+    static synchronized Path qwen2File() throws IOException {
+        if (cachedQwen2 == null) cachedQwen2 = writeTemporary(qwen2(), "qwen2");
+        return cachedQwen2;
+    }
+
+    /** {@link #llama3()} written once per test run; the file is removed at exit. */
+    static synchronized Path llama3File() throws IOException {
+        if (cachedLlama3 == null) cachedLlama3 = writeTemporary(llama3(), "llama3");
+        return cachedLlama3;
+    }
+
+    private static Path writeTemporary(GgufWriter writer, String name) throws IOException {
+        Path dir = Files.createTempDirectory("forkpoint-vocab-");
+        dir.toFile().deleteOnExit(); // registered first, so deleted after the file
+        Path file = dir.resolve(name + ".gguf");
+        file.toFile().deleteOnExit();
+        writer.write(file);
+        return file;
+    }
+
+    static Tokenizer open(Path file) throws IOException {
+        try (GgufFile gguf = GgufFile.open(file)) {
+            return Tokenizer.fromGguf(gguf);
+        }
+    }
+
     /** Writes {@code writer} into {@code dir} and builds its tokenizer. */
     static Tokenizer open(GgufWriter writer, Path dir, String name) throws IOException {
         Path file = dir.resolve(name + ".gguf");
