@@ -81,6 +81,11 @@ public final class Sampler {
         applyPenalties(logits, history, historyLength);
         if (options.isGreedy()) return argmax(logits);
         int n = filter(logits);
+        if (n == ALL) {
+            float invT = (float) (1.0 / options.temperature());
+            double total = LogitScan.sumExp(logits, vocabSize, maxLogit, invT);
+            return LogitScan.cumulativeExpSearch(logits, vocabSize, maxLogit, invT, rng.nextDouble() * total);
+        }
         return ids[draw(logits, n)];
     }
 
@@ -116,47 +121,67 @@ public final class Sampler {
 
     /** The lowest id of the largest logit, NaN ignored. */
     static int argmax(float[] logits, int vocabSize) {
-        int best = -1;
-        float bestValue = Float.NEGATIVE_INFINITY;
-        for (int i = 0; i < vocabSize; i++) {
-            float l = logits[i];
-            if (l > bestValue) {
-                bestValue = l;
-                best = i;
-            }
-        }
-        if (best < 0) throw new IllegalArgumentException("logits hold no value above -infinity");
-        return best;
+        return LogitScan.indexOf(logits, vocabSize, maxOf(logits, vocabSize));
+    }
+
+    private static float maxOf(float[] logits, int vocabSize) {
+        float max = LogitScan.max(logits, vocabSize);
+        if (max == Float.NEGATIVE_INFINITY) throw new IllegalArgumentException("logits hold no value above -infinity");
+        return max;
     }
 
     private int argmax(float[] logits) {
         return argmax(logits, vocabSize);
     }
 
+    /** {@link #filter}'s answer when every token may be drawn; ids is then not filled. */
+    private static final int ALL = -1;
+
     /**
-     * Steps 3–5: fills {@code ids[0, n)} with the tokens that may be drawn and returns n. Sets {@link #maxLogit}.
-     * When the tokens were sorted, ids are in order of decreasing logit.
+     * Steps 3–5: fills {@code ids[0, n)} with the tokens that may be drawn and returns n, or {@link #ALL}. Sets
+     * {@link #maxLogit}. When the tokens were sorted, ids are in order of decreasing logit.
      */
     private int filter(float[] logits) {
-        float max = logits[argmax(logits)];
-        if (max == Float.POSITIVE_INFINITY) {
-            int n = 0;
-            for (int i = 0; i < vocabSize && n < ids.length; i++) if (logits[i] == Float.POSITIVE_INFINITY) ids[n++] = i;
-            maxLogit = max;
-            return n;
-        }
-        maxLogit = max;
         double minP = options.minP(), topP = options.topP();
-        // min_p in logit space: p_i ≥ min_p · p_max  ⇔  l_i ≥ max + ln(min_p)
-        double minLogit = minP > 0 ? max + Math.log(minP) : Double.NEGATIVE_INFINITY;
         if (topKOn) {
             int n = selectTopK(logits);
+            if (n == 0 || logits[ids[0]] == Float.NEGATIVE_INFINITY)
+                throw new IllegalArgumentException("logits hold no value above -infinity");
+            float max = maxLogit = logits[ids[0]];
+            if (max == Float.POSITIVE_INFINITY) {
+                int m = 0;
+                while (m < n && logits[ids[m]] == Float.POSITIVE_INFINITY) m++;
+                return m;
+            }
             if (topP < 1) n = nucleusPrefix(logits, n, sumWeights(logits, n, max) * topP, max);
-            return minPPrefix(logits, n, minLogit);
+            return minPPrefix(logits, n, minLogit(max, minP));
         }
+        float max = maxLogit = maxOf(logits, vocabSize);
+        if (max == Float.POSITIVE_INFINITY) return collect(logits, Float.POSITIVE_INFINITY);
+        double minLogit = minLogit(max, minP);
         if (topP < 1) return nucleusFullVocabulary(logits, max, topP, minLogit);
+        if (minP > 0) return collect(logits, ceilFloat(minLogit));
+        return ALL;
+    }
+
+    /** min_p in logit space: p_i ≥ min_p · p_max  ⇔  l_i ≥ max + ln(min_p). */
+    private static double minLogit(float max, double minP) {
+        return minP > 0 ? max + Math.log(minP) : Double.NEGATIVE_INFINITY;
+    }
+
+    /** The smallest float ≥ d, so that for a float l: l ≥ d ⇔ l ≥ ceilFloat(d). */
+    private static float ceilFloat(double d) {
+        float f = (float) d;
+        return f < d ? Math.nextUp(f) : f;
+    }
+
+    /** Ids with logit ≥ threshold into ids[0, n), in id order; returns n. */
+    private int collect(float[] logits, float threshold) {
         int n = 0;
-        for (int i = 0; i < vocabSize; i++) if (logits[i] >= minLogit) ids[n++] = i;
+        for (int i = LogitScan.nextAtLeast(logits, 0, vocabSize, threshold); i < vocabSize && n < ids.length;
+             i = LogitScan.nextAtLeast(logits, i + 1, vocabSize, threshold)) {
+            ids[n++] = i;
+        }
         return n;
     }
 
@@ -172,18 +197,22 @@ public final class Sampler {
         int k = options.topK();
         long[] heap = keys;
         int size = 0;
-        float worst = Float.NaN;
-        for (int i = 0; i < vocabSize; i++) {
+        int i = 0;
+        for (; i < vocabSize && size < k; i++) {
             float l = logits[i];
-            if (size == k) {
-                if (!(l > worst)) continue; // NaN, lower, or equal with a higher id: not better than the root
-                heap[0] = key(l, i);
-                siftDown(heap, k);
-                worst = logits[(int) heap[0]];
-            } else if (l == l) {
+            if (l == l) {
                 heap[size] = key(l, i);
                 siftUp(heap, size++);
-                if (size == k) worst = logits[(int) heap[0]];
+            }
+        }
+        if (size == k) {
+            float worst = logits[(int) heap[0]];
+            // only a greater logit beats the root: an equal one has a higher id
+            for (i = LogitScan.nextAbove(logits, i, vocabSize, worst); i < vocabSize;
+                 i = LogitScan.nextAbove(logits, i + 1, vocabSize, worst)) {
+                heap[0] = key(logits[i], i);
+                siftDown(heap, k);
+                worst = logits[(int) heap[0]];
             }
         }
         Arrays.sort(heap, 0, size);
@@ -245,30 +274,27 @@ public final class Sampler {
      * set is the answer and nothing is sorted.
      */
     private int nucleusFullVocabulary(float[] logits, float max, double topP, double minLogit) {
-        double z = 0;
-        for (int i = 0; i < vocabSize; i++) {
-            float l = logits[i];
-            if (l == l) z += Math.exp(l - (double) max);
-        }
-        double target = z * topP;
+        double target = LogitScan.sumExp(logits, vocabSize, max, 1f) * topP;
         for (double window = FIRST_WINDOW; ; window *= 2) {
             double threshold = max - window;
             boolean last = window >= LAST_WINDOW;
             if (last) threshold = Double.NEGATIVE_INFINITY;
             boolean capped = threshold <= minLogit;
             if (capped) threshold = minLogit;
+            float t = ceilFloat(threshold);
             int n = 0;
             double mass = 0;
-            for (int i = 0; i < vocabSize; i++) {
+            for (int i = LogitScan.nextAtLeast(logits, 0, vocabSize, t); i < vocabSize;
+                 i = LogitScan.nextAtLeast(logits, i + 1, vocabSize, t)) {
                 float l = logits[i];
-                if (l >= threshold) {
-                    mass += Math.exp(l - (double) max);
-                    keys[n++] = key(l, i);
-                }
+                mass += Math.exp(l - (double) max);
+                keys[n++] = key(l, i);
             }
             if (mass >= target || last || capped) {
-                for (int j = 0; j < n; j++) ids[j] = (int) keys[j];
-                if (capped && mass < target) return n; // min_p's set, within top_p's prefix
+                if (capped && mass < target) { // min_p's set, within top_p's prefix
+                    for (int j = 0; j < n; j++) ids[j] = (int) keys[j];
+                    return n;
+                }
                 Arrays.sort(keys, 0, n);
                 for (int j = 0; j < n; j++) ids[j] = (int) keys[j];
                 return minPPrefix(logits, nucleusPrefix(logits, n, target, max), minLogit);
@@ -318,6 +344,13 @@ public final class Sampler {
             return p;
         }
         int n = filter(logits);
+        if (n == ALL) { // what the vectorised draw approximates to float precision
+            double total = 0;
+            for (int i = 0; i < vocabSize; i++)
+                if (logits[i] == logits[i]) total += p[i] = Math.exp((logits[i] - (double) maxLogit) / options.temperature());
+            for (int i = 0; i < vocabSize; i++) p[i] /= total;
+            return p;
+        }
         double total = weigh(logits, n);
         for (int j = 0; j < n; j++) p[ids[j]] = weights[j] / total;
         return p;

@@ -213,6 +213,38 @@ class SamplerTest {
     }
 
     @Test
+    void vectorisedDrawOverTheWholeVocabularyFollowsTheSoftmax() {
+        // no filters: the draw walks exp terms over all ids; heavy ids sit in vector bodies, block edges and the tail
+        int vocab = 1003;
+        float[] logits = new float[vocab];
+        Arrays.fill(logits, -4f);
+        int[] heavy = {0, 17, 255, 256, 511, 770, 1000, 1002};
+        for (int j = 0; j < heavy.length; j++) logits[heavy[j]] = 1f + j * 0.25f;
+        logits[5] = Float.NaN;
+        logits[6] = Float.NEGATIVE_INFINITY;
+        SamplingOptions o = SamplingOptions.defaults().withTopK(0).withTopP(1).withTemperature(0.9).withSeed(11);
+        double[] p = reference(logits, order(logits), o);
+        Sampler s = new Sampler(o, vocab);
+        int draws = 40_000;
+        int[] counts = new int[vocab];
+        for (int i = 0; i < draws; i++) counts[s.sample(logits.clone(), NONE, 0)]++;
+        assertEquals(0, counts[5] + counts[6]);
+        double restP = 1;
+        int restCount = draws;
+        for (int id : heavy) {
+            restP -= p[id];
+            restCount -= counts[id];
+            assertWithin(counts[id], draws, p[id], "id " + id);
+        }
+        assertWithin(restCount, draws, restP, "the light ids together");
+    }
+
+    static void assertWithin(int count, int draws, double p, String what) {
+        double mean = draws * p, sigma = Math.sqrt(draws * p * (1 - p));
+        assertTrue(Math.abs(count - mean) <= 5 * sigma + 1, what + ": drawn " + count + " times, expected " + mean + " ± " + 5 * sigma);
+    }
+
+    @Test
     void nanLogitsAreNeverDrawn() {
         float[] logits = {Float.NaN, 1, Float.NaN, 1, Float.NaN};
         for (SamplingOptions o : List.of(SamplingOptions.defaults(), SamplingOptions.defaults().withTopK(0),
