@@ -108,15 +108,31 @@ final class LogitScan {
         return lastPositive;
     }
 
-    /** buf[i − start] = exp((l[i] − max) · scale) for i in [start, end), 0 for NaN. */
+    /** out[i] = exp((l[i] − max) · scale) for i in [0, n), 0 for NaN (the terms of {@link #sumExp}); returns their sum. */
+    static double expInto(float[] l, int n, float max, float scale, float[] out) {
+        double total = 0;
+        for (int start = 0; start < n; start += BLOCK) {
+            int end = Math.min(n, start + BLOCK);
+            terms(l, start, end, max, scale, out, start);
+            for (int i = start; i < end; i++) total += out[i];
+        }
+        return total;
+    }
+
     private static void terms(float[] l, int start, int end, float max, float scale, float[] buf) {
+        terms(l, start, end, max, scale, buf, 0);
+    }
+
+    /** buf[i − start + offset] = exp((l[i] − max) · scale) for i in [start, end), 0 for NaN. */
+    private static void terms(float[] l, int start, int end, float max, float scale, float[] buf, int offset) {
         int i = start;
         int upper = start + S.loopBound(end - start);
+        int shift = offset - start;
         for (; i < upper; i += S.length()) {
             FloatVector v = FloatVector.fromArray(S, l, i);
             FloatVector e = v.sub(max).mul(scale).lanewise(VectorOperators.EXP);
-            e.blend(0f, v.test(VectorOperators.IS_NAN)).intoArray(buf, i - start);
+            e.blend(0f, v.test(VectorOperators.IS_NAN)).intoArray(buf, i + shift);
         }
-        for (; i < end; i++) buf[i - start] = l[i] == l[i] ? (float) Math.exp((l[i] - max) * scale) : 0f;
+        for (; i < end; i++) buf[i + shift] = l[i] == l[i] ? (float) Math.exp((l[i] - max) * scale) : 0f;
     }
 }

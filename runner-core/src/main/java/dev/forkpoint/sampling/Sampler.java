@@ -27,6 +27,9 @@ public final class Sampler {
     /** First logit window (below the max) tried for top_p without top_k; doubled until it holds top_p's mass. */
     private static final double FIRST_WINDOW = 8;
     private static final double LAST_WINDOW = 256;
+    /** Above this many tokens in the window, top_p orders them by histogram rather than a full sort. */
+    private static final int SORT_LIMIT = 4096;
+    private static final int BUCKETS = 4096;
 
     private final SamplingOptions options;
     private final int vocabSize;
@@ -39,6 +42,7 @@ public final class Sampler {
     private final int[] ids;        // final candidates
     private final double[] weights; // their temperature-scaled weights
     private int[] counts;           // per-id counts for penalties, all zero between calls
+    private float[] terms;          // per-id exp terms for top_p without top_k
     private float maxLogit;
 
     /**
@@ -274,7 +278,9 @@ public final class Sampler {
      * set is the answer and nothing is sorted.
      */
     private int nucleusFullVocabulary(float[] logits, float max, double topP, double minLogit) {
-        double target = LogitScan.sumExp(logits, vocabSize, max, 1f) * topP;
+        if (terms == null) terms = new float[vocabSize];
+        float[] e = terms; // exp(l − max) per id, computed once; all top_p mass sums here use these
+        double target = LogitScan.expInto(logits, vocabSize, max, 1f, e) * topP;
         for (double window = FIRST_WINDOW; ; window *= 2) {
             double threshold = max - window;
             boolean last = window >= LAST_WINDOW;
@@ -284,22 +290,77 @@ public final class Sampler {
             float t = ceilFloat(threshold);
             int n = 0;
             double mass = 0;
-            for (int i = LogitScan.nextAtLeast(logits, 0, vocabSize, t); i < vocabSize;
-                 i = LogitScan.nextAtLeast(logits, i + 1, vocabSize, t)) {
+            for (int i = 0; i < vocabSize; i++) {
                 float l = logits[i];
-                mass += Math.exp(l - (double) max);
-                keys[n++] = key(l, i);
+                if (l >= t) {
+                    mass += e[i];
+                    keys[n++] = key(l, i);
+                }
             }
             if (mass >= target || last || capped) {
                 if (capped && mass < target) { // min_p's set, within top_p's prefix
                     for (int j = 0; j < n; j++) ids[j] = (int) keys[j];
                     return n;
                 }
-                Arrays.sort(keys, 0, n);
-                for (int j = 0; j < n; j++) ids[j] = (int) keys[j];
-                return minPPrefix(logits, nucleusPrefix(logits, n, target, max), minLogit);
+                int m = n > SORT_LIMIT ? bucketedNucleus(logits, e, n, max, t, target) : sortedNucleus(e, n, target);
+                // min_p is a threshold: keep what passes it, in place
+                int kept = 0;
+                for (int j = 0; j < m; j++) if (logits[ids[j]] >= minLogit) ids[kept++] = ids[j];
+                return kept;
             }
         }
+    }
+
+    /** Sorts keys[0, n) and puts the shortest prefix reaching target into ids (at least 1, n if never). */
+    private int sortedNucleus(float[] e, int n, double target) {
+        Arrays.sort(keys, 0, n);
+        double cum = 0;
+        for (int j = 0; j < n; j++) {
+            int id = ids[j] = (int) keys[j];
+            cum += e[id];
+            if (cum >= target) return j + 1;
+        }
+        return n;
+    }
+
+    /**
+     * The nucleus of keys[0, n) (all logits ≥ low, holding at least target) without sorting them all: a histogram
+     * of logit buckets finds the bucket where the cumulative mass reaches target; the buckets above it are taken
+     * whole, and only that bucket is sorted. ids then hold the higher buckets unsorted, then the sorted part.
+     */
+    private int bucketedNucleus(float[] logits, float[] e, int n, float max, float low, double target) {
+        double width = Math.max((max - (double) low) / BUCKETS, Double.MIN_NORMAL);
+        double[] mass = new double[BUCKETS + 1];
+        for (int j = 0; j < n; j++) {
+            int id = (int) keys[j];
+            mass[bucket(logits[id], max, width)] += e[id];
+        }
+        int boundary = 0;
+        double above = 0;
+        while (boundary < BUCKETS && above + mass[boundary] < target) above += mass[boundary++];
+        // partition: higher buckets to ids, the boundary bucket's keys to the front of keys
+        int whole = 0, part = 0;
+        for (int j = 0; j < n; j++) {
+            long k = keys[j];
+            int b = bucket(logits[(int) k], max, width);
+            if (b < boundary) ids[whole++] = (int) k;
+            else if (b == boundary) keys[part++] = k;
+        }
+        Arrays.sort(keys, 0, part);
+        double cum = above;
+        int m = whole;
+        for (int j = 0; j < part; j++) {
+            int id = (int) keys[j];
+            ids[m++] = id;
+            cum += e[id];
+            if (cum >= target) break;
+        }
+        return m;
+    }
+
+    /** 0 for the max, growing as the logit falls; monotone, so equal logits share a bucket. */
+    private static int bucket(float logit, float max, double width) {
+        return (int) Math.min(BUCKETS, (max - (double) logit) / width);
     }
 
     /** Step 6: temperature-scaled weights of ids[0, n) and one draw; returns the index into ids. */
