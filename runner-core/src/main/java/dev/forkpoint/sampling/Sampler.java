@@ -18,10 +18,16 @@ import java.util.SplittableRandom;
  * <li>min_p: keep tokens whose probability is at least min_p × the largest (0 = disabled);</li>
  * <li>temperature, softmax, one draw from a SplitMix64 stream seeded with seed (−1 = a random seed).</li>
  * </ol>
- * NaN logits are never chosen. A token at +∞ (e.g. from repeat_penalty 0) wins: the draw is uniform among such.
+ * NaN logits are never chosen. Tokens at +∞ (e.g. from repeat_penalty 0) win: the draw is uniform among them
+ * (among the first top_k of them when top_k is on).
  *
- * <p>Cost per token is O(vocabulary) passes without a full sort: top_k uses a bounded heap; top_p without top_k
- * sorts only the tokens within a growing logit window below the maximum that holds the needed mass.
+ * <p>Cost per token is a few vectorised O(vocabulary) passes and no full sort: top_k scans for logits above the
+ * worst kept one into a bounded heap; top_p without top_k gathers the tokens within a logit window below the max,
+ * widened until it holds top_p's mass, and sorts them only when few (else a logit histogram finds the cut and only
+ * the boundary bucket is sorted); with neither, the draw walks vectorised exp terms of the whole vocabulary. The
+ * mass sums that decide top_p's cut without top_k use float exp terms (summed in double), so a cut within about
+ * 1e-7 of top_p may fall one token differently from a float64 computation. For a fixed seed the draws are the same
+ * run to run on one machine; vector width may change the last bits of those sums across machines.
  */
 public final class Sampler {
     /** First logit window (below the max) tried for top_p without top_k; doubled until it holds top_p's mass. */
