@@ -119,6 +119,20 @@ final class LogitScan {
         return total;
     }
 
+    /** out[j] = exp((l[ids[j]] − max) · scale) for j in [0, n), gathered; returns their sum (in order, in double). */
+    static double gatherExpInto(float[] l, int[] ids, int n, float max, float scale, float[] out) {
+        int j = 0;
+        int upper = S.loopBound(n);
+        for (; j < upper; j += S.length()) {
+            FloatVector v = FloatVector.fromArray(S, l, 0, ids, j);
+            v.sub(max).mul(scale).lanewise(VectorOperators.EXP).intoArray(out, j);
+        }
+        for (; j < n; j++) out[j] = (float) Math.exp((l[ids[j]] - max) * scale);
+        double total = 0;
+        for (int k = 0; k < n; k++) total += out[k];
+        return total;
+    }
+
     private static void terms(float[] l, int start, int end, float max, float scale, float[] buf) {
         terms(l, start, end, max, scale, buf, 0);
     }

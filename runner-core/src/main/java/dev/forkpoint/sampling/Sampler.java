@@ -36,6 +36,8 @@ public final class Sampler {
     /** Above this many tokens in the window, top_p orders them by histogram rather than a full sort. */
     private static final int SORT_LIMIT = 4096;
     private static final int BUCKETS = 4096;
+    /** Above this many candidates the draw's weights are computed vectorised in float. */
+    private static final int GATHER_MIN = 1024;
 
     private final SamplingOptions options;
     private final int vocabSize;
@@ -49,6 +51,8 @@ public final class Sampler {
     private final double[] weights; // their temperature-scaled weights
     private int[] counts;           // per-id counts for penalties, all zero between calls
     private float[] terms;          // per-id exp terms for top_p without top_k
+    private float[] floatWeights;   // candidate weights when there are many
+    private short[] bucketOf;       // histogram bucket per gathered token (BUCKETS < 2^15)
     private float maxLogit;
 
     /**
@@ -335,22 +339,29 @@ public final class Sampler {
      * whole, and only that bucket is sorted. ids then hold the higher buckets unsorted, then the sorted part.
      */
     private int bucketedNucleus(float[] logits, float[] e, int n, float max, float low, double target) {
-        double width = Math.max((max - (double) low) / BUCKETS, Double.MIN_NORMAL);
+        double perUnit = BUCKETS / Math.max(max - (double) low, Double.MIN_NORMAL); // buckets per unit of logit
         double[] mass = new double[BUCKETS + 1];
+        if (bucketOf == null) bucketOf = new short[vocabSize];
+        short[] bucketOf = this.bucketOf;
         for (int j = 0; j < n; j++) {
             int id = (int) keys[j];
-            mass[bucket(logits[id], max, width)] += e[id];
+            int b = bucket(logits[id], max, perUnit);
+            bucketOf[j] = (short) b;
+            mass[b] += e[id];
         }
         int boundary = 0;
         double above = 0;
         while (boundary < BUCKETS && above + mass[boundary] < target) above += mass[boundary++];
-        // partition: higher buckets to ids, the boundary bucket's keys to the front of keys
+        // partition without branches: higher buckets to ids, the boundary bucket's keys to the front of keys
+        // (writing keys[part] with part ≤ j never overwrites a key not yet read)
         int whole = 0, part = 0;
         for (int j = 0; j < n; j++) {
             long k = keys[j];
-            int b = bucket(logits[(int) k], max, width);
-            if (b < boundary) ids[whole++] = (int) k;
-            else if (b == boundary) keys[part++] = k;
+            int b = bucketOf[j];
+            ids[whole] = (int) k;
+            whole += b < boundary ? 1 : 0;
+            keys[part] = k;
+            part += b == boundary ? 1 : 0;
         }
         Arrays.sort(keys, 0, part);
         double cum = above;
@@ -365,12 +376,28 @@ public final class Sampler {
     }
 
     /** 0 for the max, growing as the logit falls; monotone, so equal logits share a bucket. */
-    private static int bucket(float logit, float max, double width) {
-        return (int) Math.min(BUCKETS, (max - (double) logit) / width);
+    private static int bucket(float logit, float max, double perUnit) {
+        return (int) Math.min(BUCKETS, (max - (double) logit) * perUnit);
     }
 
     /** Step 6: temperature-scaled weights of ids[0, n) and one draw; returns the index into ids. */
     private int draw(float[] logits, int n) {
+        if (n > GATHER_MIN && maxLogit != Float.POSITIVE_INFINITY) { // many candidates: vectorised float weights
+            if (floatWeights == null) floatWeights = new float[ids.length];
+            float[] w = floatWeights;
+            double total = LogitScan.gatherExpInto(logits, ids, n, maxLogit, (float) (1.0 / options.temperature()), w);
+            double u = rng.nextDouble() * total;
+            double cum = 0;
+            int lastPositive = 0;
+            for (int j = 0; j < n; j++) {
+                if (w[j] > 0) {
+                    cum += w[j];
+                    lastPositive = j;
+                    if (u < cum) return j;
+                }
+            }
+            return lastPositive;
+        }
         double total = weigh(logits, n);
         double u = rng.nextDouble() * total;
         double cum = 0;
