@@ -216,30 +216,33 @@ class SamplerTest {
     }
 
     @Test
-    void vectorisedDrawOverTheWholeVocabularyFollowsTheSoftmax() {
-        // no filters: the draw walks exp terms over all ids; heavy ids sit in vector bodies, block edges and the tail
-        int vocab = 1003;
+    void vectorisedDrawsFollowTheSoftmax() {
+        // many candidates: the draw walks vectorised exp terms over all ids (no filter), or over gathered candidate
+        // ids (min_p or top_p keeping thousands); heavy ids sit in vector bodies, block edges and the tail
+        int vocab = 1500;
         float[] logits = new float[vocab];
-        Arrays.fill(logits, -4f);
-        int[] heavy = {0, 17, 255, 256, 511, 770, 1000, 1002};
+        Arrays.fill(logits, -2f);
+        int[] heavy = {0, 17, 255, 256, 511, 770, 1000, 1023, 1498, 1499};
         for (int j = 0; j < heavy.length; j++) logits[heavy[j]] = 1f + j * 0.25f;
         logits[5] = Float.NaN;
         logits[6] = Float.NEGATIVE_INFINITY;
-        SamplingOptions o = SamplingOptions.defaults().withTopK(0).withTopP(1).withTemperature(0.9).withSeed(11);
-        double[] p = reference(logits, order(logits), o);
-        Sampler s = new Sampler(o, vocab);
-        int draws = 40_000;
-        int[] counts = new int[vocab];
-        for (int i = 0; i < draws; i++) counts[s.sample(logits.clone(), NONE, 0)]++;
-        assertEquals(0, counts[5] + counts[6]);
-        double restP = 1;
-        int restCount = draws;
-        for (int id : heavy) {
-            restP -= p[id];
-            restCount -= counts[id];
-            assertWithin(counts[id], draws, p[id], "id " + id);
+        SamplingOptions base = SamplingOptions.defaults().withTopK(0).withTopP(1).withTemperature(0.9).withSeed(11);
+        for (SamplingOptions o : List.of(base, base.withMinP(1e-6), base.withTopP(0.99999))) {
+            double[] p = reference(logits, order(logits), o);
+            Sampler s = new Sampler(o, vocab);
+            int draws = 20_000;
+            int[] counts = new int[vocab];
+            for (int i = 0; i < draws; i++) counts[s.sample(logits.clone(), NONE, 0)]++;
+            assertEquals(0, counts[5] + counts[6]);
+            double restP = 1;
+            int restCount = draws;
+            for (int id : heavy) {
+                restP -= p[id];
+                restCount -= counts[id];
+                assertWithin(counts[id], draws, p[id], o + ": id " + id);
+            }
+            assertWithin(restCount, draws, restP, o + ": the light ids together");
         }
-        assertWithin(restCount, draws, restP, "the light ids together");
     }
 
     static void assertWithin(int count, int draws, double p, String what) {
