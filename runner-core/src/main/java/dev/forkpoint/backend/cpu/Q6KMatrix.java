@@ -1,0 +1,133 @@
+package dev.forkpoint.backend.cpu;
+
+import dev.forkpoint.tensor.GgmlType;
+import jdk.incubator.vector.ByteVector;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.ShortVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+import static dev.forkpoint.backend.cpu.KernelSupport.I16;
+import static dev.forkpoint.backend.cpu.KernelSupport.LE;
+
+/**
+ * A Q6_K weight matrix read in place. Decode quantises the activations to Q8_K (as llama.cpp does) and, per
+ * super-block, sums d·d_x·(Σ_j scale_j·Σ q·q_x − 32·Σ_j scale_j·Σ q_x) over the sixteen 16-value groups, with exact
+ * integer inner sums; prefill goes through {@link FloatGemm} with the same quantised activations.
+ */
+final class Q6KMatrix implements PackedMatrix {
+    private static final VectorSpecies<Byte> B = ByteVector.SPECIES_128;
+    private static final VectorSpecies<Short> S = ShortVector.SPECIES_256;
+    private static final VectorSpecies<Integer> I = IntVector.SPECIES_512;
+    private static final VectorSpecies<Float> F = FloatVector.SPECIES_512;
+    private static final int BYTES = 210;
+
+    private final MemorySegment data;
+    private final int rows;
+    private final int cols;
+    private final int blocks;
+
+    Q6KMatrix(MemorySegment data, int rows, int cols) {
+        KernelSupport.checkShape("Q6_K", data, rows, cols, 256, BYTES);
+        this.data = data;
+        this.rows = rows;
+        this.cols = cols;
+        this.blocks = cols / 256;
+    }
+
+    public GgmlType type() { return GgmlType.Q6_K; }
+    public int rows() { return rows; }
+    public int cols() { return cols; }
+
+    public void multiply(float[] x, int n, float[] out, WorkerPool pool) {
+        KernelSupport.checkMultiply(this, x, n, out);
+        Q8Activations a = Q8Activations.q8_K(x, n, cols);
+        if (n >= KernelSupport.PREFILL_MIN_TOKENS) {
+            FloatGemm.multiply(this, a.dequantized(), n, out, pool);
+            return;
+        }
+        pool.runRanges(rows, KernelSupport.parts(pool), 8, (from, to) -> {
+            for (int r = from; r < to; r++) {
+                for (int t = 0; t < n; t++) out[t * rows + r] = dot((long) r * blocks * BYTES, a, t * blocks);
+            }
+        });
+    }
+
+    private static ShortVector load(MemorySegment w, long off) {
+        return (ShortVector) ByteVector.fromMemorySegment(B, w, off, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
+    }
+
+    private static IntVector scaled(ShortVector q6, short[] q, int xi, int scale) {
+        ShortVector p = q6.mul(ShortVector.fromArray(S, q, xi));
+        return ((IntVector) p.convertShape(VectorOperators.S2I, I, 0)).mul(scale);
+    }
+
+    private float dot(long base, Q8Activations a, int b0) {
+        MemorySegment w = data;
+        short[] q = a.q();
+        float[] d = a.d();
+        short[] bs = a.sums();
+        FloatVector acc = FloatVector.zero(F);
+        float offsets = 0;
+        for (int b = 0; b < blocks; b++) {
+            long o = base + (long) b * BYTES;
+            int bi = b0 + b;
+            IntVector isum = IntVector.zero(I);
+            int corr = 0;
+            for (int n = 0; n < 2; n++) {
+                long ql = o + 64 * n, qh = o + 128 + 32 * n, sc = o + 192 + 8 * n;
+                for (int h = 0; h < 2; h++) {
+                    ShortVector lo = load(w, ql + 16 * h), hi = load(w, ql + 32 + 16 * h), top = load(w, qh + 16 * h);
+                    ShortVector q1 = lo.and((short) 0xf).or(top.and((short) 3).lanewise(VectorOperators.LSHL, 4));
+                    ShortVector q2 = hi.and((short) 0xf).or(top.and((short) 0xc).lanewise(VectorOperators.LSHL, 2));
+                    ShortVector q3 = lo.lanewise(VectorOperators.LSHR, 4).or(top.and((short) 0x30));
+                    ShortVector q4 = hi.lanewise(VectorOperators.LSHR, 4).or(top.and((short) 0xc0).lanewise(VectorOperators.LSHR, 2));
+                    int xi = bi * 256 + 128 * n + 16 * h;
+                    int s1 = w.get(ValueLayout.JAVA_BYTE, sc + h), s2 = w.get(ValueLayout.JAVA_BYTE, sc + 2 + h);
+                    int s3 = w.get(ValueLayout.JAVA_BYTE, sc + 4 + h), s4 = w.get(ValueLayout.JAVA_BYTE, sc + 6 + h);
+                    isum = isum.add(scaled(q1, q, xi, s1)).add(scaled(q2, q, xi + 32, s2))
+                            .add(scaled(q3, q, xi + 64, s3)).add(scaled(q4, q, xi + 96, s4));
+                    int g = bi * 16 + 8 * n + h;
+                    corr += s1 * bs[g] + s2 * bs[g + 2] + s3 * bs[g + 4] + s4 * bs[g + 6];
+                }
+            }
+            float dw = Float.float16ToFloat(w.get(I16, o + 208)) * d[bi];
+            acc = ((FloatVector) isum.convert(VectorOperators.I2F, 0)).fma(FloatVector.broadcast(F, dw), acc);
+            offsets += dw * (32 * corr);
+        }
+        return acc.reduceLanes(VectorOperators.ADD) - offsets;
+    }
+
+    public void dequantizeRow(int row, float[] dst, int dstOff) {
+        KernelSupport.checkRow(this, row, dst, dstOff);
+        long base = (long) row * blocks * BYTES;
+        for (int b = 0; b < blocks; b++) {
+            long o = base + (long) b * BYTES;
+            float d = Float.float16ToFloat(data.get(I16, o + 208));
+            int t = dstOff + b * 256;
+            for (int n = 0; n < 2; n++) {
+                long ql = o + 64 * n, qh = o + 128 + 32 * n, sc = o + 192 + 8 * n;
+                for (int h = 0; h < 2; h++) {
+                    ShortVector lo = load(data, ql + 16 * h), hi = load(data, ql + 32 + 16 * h), top = load(data, qh + 16 * h);
+                    ShortVector q1 = lo.and((short) 0xf).or(top.and((short) 3).lanewise(VectorOperators.LSHL, 4));
+                    ShortVector q2 = hi.and((short) 0xf).or(top.and((short) 0xc).lanewise(VectorOperators.LSHL, 2));
+                    ShortVector q3 = lo.lanewise(VectorOperators.LSHR, 4).or(top.and((short) 0x30));
+                    ShortVector q4 = hi.lanewise(VectorOperators.LSHR, 4).or(top.and((short) 0xc0).lanewise(VectorOperators.LSHR, 2));
+                    int e = t + 128 * n + 16 * h;
+                    store(q1, d * data.get(ValueLayout.JAVA_BYTE, sc + h), dst, e);
+                    store(q2, d * data.get(ValueLayout.JAVA_BYTE, sc + 2 + h), dst, e + 32);
+                    store(q3, d * data.get(ValueLayout.JAVA_BYTE, sc + 4 + h), dst, e + 64);
+                    store(q4, d * data.get(ValueLayout.JAVA_BYTE, sc + 6 + h), dst, e + 96);
+                }
+            }
+        }
+    }
+
+    private static void store(ShortVector q6, float scale, float[] dst, int off) {
+        ((FloatVector) q6.sub((short) 32).convertShape(VectorOperators.S2F, F, 0)).mul(scale).intoArray(dst, off);
+    }
+}
