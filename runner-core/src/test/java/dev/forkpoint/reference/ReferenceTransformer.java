@@ -15,7 +15,9 @@ import java.util.Optional;
  * {@code qwen3}), written from the architecture definitions and llama.cpp's GGUF tensor conventions — not from the
  * engine. Every weight is dequantized once to doubles (F32/F16/BF16 here, block types through
  * {@link Quantization#dequantize}); all arithmetic afterwards is plain double, with no activation quantisation, so
- * the only difference from an exact evaluation of the stored weights is float64 rounding.
+ * the only difference from an exact evaluation of the stored weights is float64 rounding. (Sequences made with
+ * {@link ActivationRounding#LLAMA_CPP} deliberately round matrix inputs as llama.cpp does; they are simulations used
+ * to size tolerances, not the reference.)
  *
  * <p>Conventions: a GGUF matrix of shape {@code [in, out]} (GGML order) holds {@code out} rows of {@code in}
  * elements and computes {@code y[o] = Σ_i W[o][i]·x[i]}. RMSNorm is {@code x / sqrt(mean(x²) + eps) · w}. RoPE
