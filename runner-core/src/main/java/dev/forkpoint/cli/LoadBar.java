@@ -1,0 +1,45 @@
+package dev.forkpoint.cli;
+
+import dev.forkpoint.engine.LoadProgress;
+
+import java.io.PrintStream;
+
+/**
+ * A one-line progress bar for model loading, redrawn in place with carriage returns. Draws nothing unless stderr is
+ * a terminal; {@link #close()} erases it. Safe to call from loader worker threads.
+ */
+final class LoadBar implements LoadProgress, AutoCloseable {
+    private static final int WIDTH = 30;
+
+    private final PrintStream err;
+    private final boolean enabled;
+    private int lastFilled = -1;
+    private int lastDone = -1;
+    private boolean drawn;
+
+    LoadBar(PrintStream err, boolean enabled) {
+        this.err = err;
+        this.enabled = enabled;
+    }
+
+    @Override
+    public synchronized void update(int done, int total) {
+        if (!enabled || total <= 0) return;
+        int d = Math.clamp(done, 0, total);
+        int filled = (int) ((long) d * WIDTH / total);
+        if (filled == lastFilled && d != total && d - lastDone < Math.max(1, total / 100)) return;
+        lastFilled = filled;
+        lastDone = d;
+        err.print("\rloading model [" + "#".repeat(filled) + " ".repeat(WIDTH - filled) + "] " + d + "/" + total + " tensors");
+        err.flush();
+        drawn = true;
+    }
+
+    @Override
+    public synchronized void close() {
+        if (!drawn) return;
+        err.print("\r" + " ".repeat(WIDTH + 40) + "\r");
+        err.flush();
+        drawn = false;
+    }
+}
