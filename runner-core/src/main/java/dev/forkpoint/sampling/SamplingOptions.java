@@ -14,28 +14,6 @@ public record SamplingOptions(double temperature, int topK, double topP, double 
         return new SamplingOptions(0.8, 40, 0.9, 0.0, 1.0, 64, 0.0, 0.0, -1, -1, List.of());
     }
 
-    /**
-     * Returns this if every option is in range; otherwise throws an {@link dev.forkpoint.InvalidInputException}
-     * "option NAME must …, got VALUE". (Minimal version; the sampling package's own replaces it.)
-     */
-    public SamplingOptions validate() {
-        if (!(Double.isFinite(temperature) && temperature >= 0)) throw bad("temperature", "must be a finite number >= 0", temperature);
-        if (topK < 0) throw bad("top_k", "must be >= 0", topK);
-        if (!(topP >= 0 && topP <= 1)) throw bad("top_p", "must be in [0, 1]", topP);
-        if (!(minP >= 0 && minP <= 1)) throw bad("min_p", "must be in [0, 1]", minP);
-        if (!(Double.isFinite(repeatPenalty) && repeatPenalty >= 0)) throw bad("repeat_penalty", "must be a finite number >= 0", repeatPenalty);
-        if (repeatLastN < -1) throw bad("repeat_last_n", "must be >= -1", repeatLastN);
-        if (!Double.isFinite(presencePenalty)) throw bad("presence_penalty", "must be a finite number", presencePenalty);
-        if (!Double.isFinite(frequencyPenalty)) throw bad("frequency_penalty", "must be a finite number", frequencyPenalty);
-        if (numPredict < -2) throw bad("num_predict", "must be >= -2", numPredict);
-        for (String s : stop) if (s == null || s.isEmpty()) throw bad("stop", "must not contain empty strings", s);
-        return this;
-    }
-
-    private static dev.forkpoint.InvalidInputException bad(String option, String rule, Object value) {
-        return new dev.forkpoint.InvalidInputException("option " + option + " " + rule + ", got " + value);
-    }
-
     public static SamplingOptions greedy() {
         return defaults().withTemperature(0);
     }

@@ -32,10 +32,15 @@ import java.util.SplittableRandom;
  * {@value #CONTEXT}, separate output matrix, all F32. Vocabulary: the 256 byte-level BPE byte tokens (GPT-2's
  * byte-to-character mapping, in byte order), then {@code <|begin_of_text|>} (BOS, 256) and {@code <|end_of_text|>}
  * (EOS, 257); no merges.
+ *
+ * <p>So that the gibberish is at least printable (random bytes would include terminal control sequences and invalid
+ * UTF-8), the rows of {@code output.weight} for printable ASCII, newline and EOS are drawn with a much larger scale
+ * ({@value #LIKELY_SCALE}) than the other rows ({@value #UNLIKELY_SCALE}): their logits dominate, and EOS, being one of
+ * about a hundred likely tokens, ends a completion after a hundred tokens or so.
  */
 public final class DefaultModel {
     /** Bumped whenever the generated file would change; part of the file name, so old caches are never misread. */
-    public static final int FORMAT_VERSION = 1;
+    public static final int FORMAT_VERSION = 2;
     public static final String FILE_NAME = "forkpoint-default-v" + FORMAT_VERSION + ".gguf";
     public static final long SEED = 20261202L;
     public static final String NAME = "forkpoint-default (random weights)";
@@ -52,6 +57,8 @@ public final class DefaultModel {
     static final int BOS = 256;
     static final int EOS = 257;
     static final int VOCAB = 258;
+    static final double LIKELY_SCALE = 0.3;
+    static final double UNLIKELY_SCALE = 0.01;
 
     private static final ValueLayout.OfFloat F32_LE = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
@@ -145,7 +152,7 @@ public final class DefaultModel {
                 w.add(matrix(arena, rng, p + "ffn_down.weight", FFN, DIM));
             }
             w.add(norm(arena, rng, "output_norm.weight"));
-            w.add(matrix(arena, rng, "output.weight", DIM, VOCAB));
+            w.add(outputMatrix(arena, rng));
             w.write(target);
         }
     }
@@ -177,6 +184,21 @@ public final class DefaultModel {
         MemorySegment data = arena.allocate((long) rowLength * rows * Float.BYTES);
         for (long i = 0; i < (long) rowLength * rows; i++) data.setAtIndex(F32_LE, i, (float) (scale * normal(rng)));
         return new GgufWriter.TensorData(name, GgmlType.F32, new long[] {rowLength, rows}, data);
+    }
+
+    /** The output projection: rows of likely tokens (see the class comment) with a large scale, the rest small. */
+    private static GgufWriter.TensorData outputMatrix(Arena arena, SplittableRandom rng) {
+        MemorySegment data = arena.allocate((long) DIM * VOCAB * Float.BYTES);
+        for (int token = 0; token < VOCAB; token++) {
+            double scale = isLikely(token) ? LIKELY_SCALE : UNLIKELY_SCALE;
+            for (int i = 0; i < DIM; i++) data.setAtIndex(F32_LE, (long) token * DIM + i, (float) (scale * normal(rng)));
+        }
+        return new GgufWriter.TensorData("output.weight", GgmlType.F32, new long[] {DIM, VOCAB}, data);
+    }
+
+    /** Printable ASCII, newline and EOS: the tokens the demo model mostly produces. */
+    static boolean isLikely(int token) {
+        return (token >= 0x20 && token <= 0x7E) || token == '\n' || token == EOS;
     }
 
     /** An RMS-norm weight vector near 1. */

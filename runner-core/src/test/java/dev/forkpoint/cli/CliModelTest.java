@@ -134,6 +134,14 @@ class CliModelTest {
     }
 
     @Test
+    void demoModelWritesPrintableText() {
+        var r = cli().run("run", "--prompt", "hello", "--num-predict", "200", "--seed", "3", "--threads", "1").assumeImplemented();
+        assertEquals(0, r.exitCode(), r::toString);
+        assertTrue(r.out().chars().allMatch(c -> (c >= 0x20 && c <= 0x7E) || c == '\n'), () -> "printable ASCII only:\n" + r);
+        assertTrue(r.out().strip().length() > 0, r::toString);
+    }
+
+    @Test
     void quantizeToF16KeepsNormsAndHalvesMatrices() throws IOException {
         Path out = tmp.resolve("stories-f16.gguf");
         var r = cli().run("quantize", stories().toString(), out.toString(), "--type", "f16");

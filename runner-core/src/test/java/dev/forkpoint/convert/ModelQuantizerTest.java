@@ -115,10 +115,15 @@ class ModelQuantizerTest {
                     float d = Float.float16ToFloat(dst.data().get(I16, at));
                     float amax = 0;
                     for (int j = 0; j < 32; j++) amax = Math.max(amax, Math.abs(x[b * 32 + j]));
+                    // A step is amax/127; rounding to the nearest step errs by at most half of one. Storing the step
+                    // as f16 moves level q by q times the step's rounding error, at most 127 times it.
+                    double exactStep = amax / 127.0;
+                    double bound = exactStep / 2 + 127 * Math.abs(exactStep - d) + 1e-7;
+                    assertEquals(exactStep, d, exactStep * 0x1p-10 + 0x1p-24, src.name() + " block " + b + " scale");
                     for (int j = 0; j < 32; j++) {
                         float y = d * dst.data().get(ValueLayout.JAVA_BYTE, at + 2 + j);
-                        // a step is amax/127; rounding to the nearest step errs by half of one, the f16 scale a little more
-                        assertTrue(Math.abs(x[b * 32 + j] - y) <= amax / 127 * 0.51f + 1e-7f, src.name() + " block " + b);
+                        assertTrue(Math.abs(x[b * 32 + j] - y) <= bound, src.name() + " block " + b + " element " + j
+                                + ": " + x[b * 32 + j] + " became " + y + ", bound " + bound);
                     }
                 }
             }

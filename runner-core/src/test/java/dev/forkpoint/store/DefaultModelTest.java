@@ -90,6 +90,16 @@ class DefaultModelTest {
                 if (t.shape().length == 1) {
                     assertEquals(1.0, mean, 0.03, t.name());
                     assertTrue(sd > 0.02 && sd < 0.1, t.name() + " sd " + sd);
+                } else if (t.name().equals("output.weight")) {
+                    for (int token : new int[] {'a', ' ', '\n', 257, 0, 0x1B, 0x80, 256}) {
+                        double rowSumSq = 0;
+                        for (int i = 0; i < 64; i++) rowSumSq += Math.pow(t.data().getAtIndex(layout, token * 64L + i), 2);
+                        double rowSd = Math.sqrt(rowSumSq / 64);
+                        double expected = DefaultModel.isLikely(token) ? DefaultModel.LIKELY_SCALE : DefaultModel.UNLIKELY_SCALE;
+                        assertEquals(expected, rowSd, expected * 0.3, "output row " + token);
+                    }
+                    assertTrue(DefaultModel.isLikely('~') && DefaultModel.isLikely(257) && !DefaultModel.isLikely(0x7F)
+                            && !DefaultModel.isLikely(256) && !DefaultModel.isLikely('\t'));
                 } else {
                     double expected = 0.8 / Math.sqrt(t.shape()[0]);
                     assertEquals(0, mean, expected / 5, t.name());
