@@ -34,9 +34,9 @@ import java.util.SplittableRandom;
  * (EOS, 257); no merges.
  *
  * <p>So that the gibberish is at least printable (random bytes would include terminal control sequences and invalid
- * UTF-8), the rows of {@code output.weight} for printable ASCII, newline and EOS are drawn with a much larger scale
- * ({@value #LIKELY_SCALE}) than the other rows ({@value #UNLIKELY_SCALE}): their logits dominate, and EOS, being one of
- * about a hundred likely tokens, ends a completion after a hundred tokens or so.
+ * UTF-8), the rows of {@code output.weight} for printable ASCII and newline are drawn with a much larger scale
+ * ({@value #LIKELY_SCALE}) than the other rows ({@value #UNLIKELY_SCALE}), so their logits dominate; the EOS row has a
+ * larger one still ({@value #EOS_SCALE}), so that most completions end by themselves within a few hundred tokens.
  */
 public final class DefaultModel {
     /** Bumped whenever the generated file would change; part of the file name, so old caches are never misread. */
@@ -59,6 +59,7 @@ public final class DefaultModel {
     static final int VOCAB = 258;
     static final double LIKELY_SCALE = 0.3;
     static final double UNLIKELY_SCALE = 0.01;
+    static final double EOS_SCALE = 1.0;
 
     private static final ValueLayout.OfFloat F32_LE = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
@@ -190,15 +191,17 @@ public final class DefaultModel {
     private static GgufWriter.TensorData outputMatrix(Arena arena, SplittableRandom rng) {
         MemorySegment data = arena.allocate((long) DIM * VOCAB * Float.BYTES);
         for (int token = 0; token < VOCAB; token++) {
-            double scale = isLikely(token) ? LIKELY_SCALE : UNLIKELY_SCALE;
+            double scale = outputRowScale(token);
             for (int i = 0; i < DIM; i++) data.setAtIndex(F32_LE, (long) token * DIM + i, (float) (scale * normal(rng)));
         }
         return new GgufWriter.TensorData("output.weight", GgmlType.F32, new long[] {DIM, VOCAB}, data);
     }
 
-    /** Printable ASCII, newline and EOS: the tokens the demo model mostly produces. */
-    static boolean isLikely(int token) {
-        return (token >= 0x20 && token <= 0x7E) || token == '\n' || token == EOS;
+    /** The standard deviation of token {@code token}'s row of {@code output.weight}. */
+    static double outputRowScale(int token) {
+        if (token == EOS) return EOS_SCALE;
+        boolean printable = (token >= 0x20 && token <= 0x7E) || token == '\n';
+        return printable ? LIKELY_SCALE : UNLIKELY_SCALE;
     }
 
     /** An RMS-norm weight vector near 1. */

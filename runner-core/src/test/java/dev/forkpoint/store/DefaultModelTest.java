@@ -12,6 +12,7 @@ import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
+import java.util.List;
 import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -95,11 +96,13 @@ class DefaultModelTest {
                         double rowSumSq = 0;
                         for (int i = 0; i < 64; i++) rowSumSq += Math.pow(t.data().getAtIndex(layout, token * 64L + i), 2);
                         double rowSd = Math.sqrt(rowSumSq / 64);
-                        double expected = DefaultModel.isLikely(token) ? DefaultModel.LIKELY_SCALE : DefaultModel.UNLIKELY_SCALE;
+                        double expected = DefaultModel.outputRowScale(token);
                         assertEquals(expected, rowSd, expected * 0.3, "output row " + token);
                     }
-                    assertTrue(DefaultModel.isLikely('~') && DefaultModel.isLikely(257) && !DefaultModel.isLikely(0x7F)
-                            && !DefaultModel.isLikely(256) && !DefaultModel.isLikely('\t'));
+                    double likely = DefaultModel.LIKELY_SCALE, unlikely = DefaultModel.UNLIKELY_SCALE;
+                    assertEquals(List.of(likely, likely, DefaultModel.EOS_SCALE, unlikely, unlikely, unlikely),
+                            List.of(DefaultModel.outputRowScale('~'), DefaultModel.outputRowScale(' '), DefaultModel.outputRowScale(257),
+                                    DefaultModel.outputRowScale(0x7F), DefaultModel.outputRowScale(256), DefaultModel.outputRowScale('\t')));
                 } else {
                     double expected = 0.8 / Math.sqrt(t.shape()[0]);
                     assertEquals(0, mean, expected / 5, t.name());
