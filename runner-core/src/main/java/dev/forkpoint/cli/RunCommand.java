@@ -21,7 +21,7 @@ import java.util.concurrent.Callable;
  * {@code forkpoint run}: completes a raw prompt (no chat template), streaming the text to stdout as it is generated,
  * then prints token counts and speeds to stderr. Sampling options have Ollama's names and defaults.
  */
-@Command(name = "run", mixinStandardHelpOptions = true, showDefaultValues = true,
+@Command(name = "run", mixinStandardHelpOptions = true, showDefaultValues = true, sortOptions = false,
         description = "Generate text from a prompt (raw completion, no chat template).")
 final class RunCommand implements Callable<Integer> {
     private static final SamplingOptions DEFAULTS = SamplingOptions.defaults();
@@ -35,46 +35,47 @@ final class RunCommand implements Callable<Integer> {
     @Option(names = {"-p", "--prompt"}, required = true, paramLabel = "TEXT", description = "The prompt; '-' reads it from stdin.")
     String prompt;
 
-    @Option(names = "--temperature", description = "0 = greedy.")
+    @Option(names = "--temperature", paramLabel = "T", description = "Sampling temperature; 0 = greedy.")
     double temperature = DEFAULTS.temperature();
 
-    @Option(names = "--top-k", description = "0 = disabled.")
+    @Option(names = "--top-k", paramLabel = "K", description = "Sample among the K most likely tokens; 0 = all.")
     int topK = DEFAULTS.topK();
 
-    @Option(names = "--top-p")
+    @Option(names = "--top-p", paramLabel = "P", description = "Sample among the most likely tokens whose probabilities add up to P.")
     double topP = DEFAULTS.topP();
 
-    @Option(names = "--min-p")
+    @Option(names = "--min-p", paramLabel = "P", description = "Drop tokens less likely than P times the most likely one.")
     double minP = DEFAULTS.minP();
 
-    @Option(names = "--repeat-penalty", description = "1 = disabled.")
+    @Option(names = "--repeat-penalty", paramLabel = "X", description = "Divide the logits of recent tokens by X; 1 = off.")
     double repeatPenalty = DEFAULTS.repeatPenalty();
 
-    @Option(names = "--repeat-last-n", description = "Tokens the penalties look back at; -1 = all, 0 = disabled.")
+    @Option(names = "--repeat-last-n", paramLabel = "N", description = "Tokens the penalties look back at; -1 = all, 0 = off.")
     int repeatLastN = DEFAULTS.repeatLastN();
 
-    @Option(names = "--presence-penalty")
+    @Option(names = "--presence-penalty", paramLabel = "X", description = "Subtract X from the logits of tokens already seen.")
     double presencePenalty = DEFAULTS.presencePenalty();
 
-    @Option(names = "--frequency-penalty")
+    @Option(names = "--frequency-penalty", paramLabel = "X", description = "Subtract X per occurrence from the logits of tokens seen.")
     double frequencyPenalty = DEFAULTS.frequencyPenalty();
 
-    @Option(names = "--seed", description = "-1 = random.")
+    @Option(names = "--seed", paramLabel = "N", description = "Random seed; -1 = a random one.")
     long seed = DEFAULTS.seed();
 
-    @Option(names = {"-n", "--num-predict"}, description = "Most tokens to generate; -1 = until done or the context is full.")
+    @Option(names = {"-n", "--num-predict"}, paramLabel = "N", description = "Most tokens to generate; -1 = until done or the context is full.")
     int numPredict = DEFAULTS.numPredict();
 
-    @Option(names = "--stop", paramLabel = "TEXT", description = "Stop before this text (repeatable).")
+    @Option(names = "--stop", paramLabel = "TEXT", showDefaultValue = picocli.CommandLine.Help.Visibility.NEVER,
+            description = "Stop before this text (repeatable).")
     List<String> stop = new ArrayList<>();
 
-    @Option(names = {"-t", "--threads"}, description = "Worker threads. Default: the available processors.")
+    @Option(names = {"-t", "--threads"}, paramLabel = "N", description = "Worker threads; the default is the number of available processors.")
     int threads = Runtime.getRuntime().availableProcessors();
 
-    @Option(names = "--num-batch", description = "Prompt tokens evaluated per step.")
+    @Option(names = "--num-batch", paramLabel = "N", description = "Prompt tokens evaluated per step.")
     int numBatch = GenerationRequest.DEFAULT_NUM_BATCH;
 
-    @Option(names = "--num-ctx", description = "Context window in tokens; 0 = the model's.")
+    @Option(names = "--num-ctx", paramLabel = "N", description = "Context window in tokens; 0 = the model's.")
     int numCtx = 0;
 
     @Override
