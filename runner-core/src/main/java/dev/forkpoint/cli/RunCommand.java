@@ -91,13 +91,19 @@ final class RunCommand implements Callable<Integer> {
         try (LoadedModel loaded = model.load(env, threads, main.debug())) {
             var out = env.out();
             var last = new StringBuilder(1);
-            GenerationResult result = loaded.generate(new GenerationRequest(text, sampling, numCtx, numBatch), piece -> {
-                if (piece.isEmpty()) return;
-                out.print(piece);
-                out.flush();
-                last.setLength(0);
-                last.append(piece.charAt(piece.length() - 1));
-            });
+            GenerationResult result;
+            try {
+                result = loaded.generate(new GenerationRequest(text, sampling, numCtx, numBatch), piece -> {
+                    if (piece.isEmpty()) return;
+                    out.print(piece);
+                    out.flush();
+                    if (out.checkError()) throw new OutputClosed();
+                    last.setLength(0);
+                    last.append(piece.charAt(piece.length() - 1));
+                });
+            } catch (OutputClosed e) {
+                return ExitCodes.OK;   // the reader went away (… | head): nothing left to do
+            }
             if (!last.isEmpty() && last.charAt(0) != '\n') out.println();
             out.flush();
             env.err().println(String.format(Locale.ROOT, "prompt: %d tokens, %.1f tok/s · generation: %d tokens, %.1f tok/s · done: %s",
@@ -105,6 +111,11 @@ final class RunCommand implements Callable<Integer> {
                     result.generationTokensPerSecond(), result.doneReason()));
         }
         return ExitCodes.OK;
+    }
+
+    /** Thrown from the token sink to end generation once stdout is closed. */
+    private static final class OutputClosed extends RuntimeException {
+        OutputClosed() { super(null, null, false, false); }
     }
 
     static void atLeast(String option, long value, long min) {

@@ -26,6 +26,7 @@ final class CliHarness {
     }
 
     private final Map<String, String> env = new HashMap<>();
+    private byte[] stdin = new byte[0];
 
     /** An environment whose Ollama store and cache live under {@code root}, so tests never touch the user's. */
     CliHarness(Path root) {
@@ -39,10 +40,15 @@ final class CliHarness {
         return this;
     }
 
+    CliHarness stdin(String text) {
+        stdin = text.getBytes(StandardCharsets.UTF_8);
+        return this;
+    }
+
     Result run(String... args) {
         var out = new ByteArrayOutputStream();
         var err = new ByteArrayOutputStream();
-        var environment = new CliEnvironment(new ByteArrayInputStream(new byte[0]),
+        var environment = new CliEnvironment(new ByteArrayInputStream(stdin),
                 new PrintStream(out, true, StandardCharsets.UTF_8), new PrintStream(err, true, StandardCharsets.UTF_8),
                 Map.copyOf(env), false);
         int code = Main.commandLine(environment).execute(args);

@@ -121,6 +121,13 @@ class CliModelTest {
     }
 
     @Test
+    void textCanComeFromStdin() {
+        var r = cli().stdin("hi").run("tokenize", "--text", "-").assumeImplemented();
+        assertEquals(0, r.exitCode(), r::toString);
+        assertEquals("256 104 105\n", r.out());
+    }
+
+    @Test
     void demoModelGenerationIsReproducibleWithASeed() {
         String[] args = {"run", "--prompt", "hello", "--num-predict", "12", "--seed", "7", "--threads", "1"};
         var first = cli().run(args);
