@@ -5,7 +5,7 @@ import dev.forkpoint.engine.LoadProgress;
 import java.io.PrintStream;
 
 /**
- * A one-line progress bar for model loading, redrawn in place with carriage returns. Draws nothing unless stderr is
+ * A one-line progress bar for model loading (or any count of tensors), redrawn in place with carriage returns. Draws nothing unless stderr is
  * a terminal; {@link #close()} erases it. Safe to call from loader worker threads.
  */
 final class LoadBar implements LoadProgress, AutoCloseable {
@@ -13,13 +13,19 @@ final class LoadBar implements LoadProgress, AutoCloseable {
 
     private final PrintStream err;
     private final boolean enabled;
+    private final String label;
     private int lastFilled = -1;
     private int lastDone = -1;
     private boolean drawn;
 
     LoadBar(PrintStream err, boolean enabled) {
+        this(err, enabled, "loading model");
+    }
+
+    LoadBar(PrintStream err, boolean enabled, String label) {
         this.err = err;
         this.enabled = enabled;
+        this.label = label;
     }
 
     @Override
@@ -30,7 +36,7 @@ final class LoadBar implements LoadProgress, AutoCloseable {
         if (filled == lastFilled && d != total && d - lastDone < Math.max(1, total / 100)) return;
         lastFilled = filled;
         lastDone = d;
-        err.print("\rloading model [" + "#".repeat(filled) + " ".repeat(WIDTH - filled) + "] " + d + "/" + total + " tensors");
+        err.print("\r" + label + " [" + "#".repeat(filled) + " ".repeat(WIDTH - filled) + "] " + d + "/" + total + " tensors");
         err.flush();
         drawn = true;
     }
@@ -38,7 +44,7 @@ final class LoadBar implements LoadProgress, AutoCloseable {
     @Override
     public synchronized void close() {
         if (!drawn) return;
-        err.print("\r" + " ".repeat(WIDTH + 40) + "\r");
+        err.print("\r" + " ".repeat(label.length() + WIDTH + 30) + "\r");
         err.flush();
         drawn = false;
     }

@@ -34,7 +34,10 @@ final class QuantizeCommand implements Callable<Integer> {
         CliEnvironment env = main.environment();
         GgmlType target = ModelQuantizer.parseTarget(type);
         Path in = ModelResolver.fromEnvironment(env.env()).resolve(input);
-        ModelQuantizer.Report report = ModelQuantizer.quantize(in, output, target);
+        ModelQuantizer.Report report;
+        try (var bar = new LoadBar(env.err(), env.stderrIsTerminal(), "quantizing")) {
+            report = ModelQuantizer.quantize(in, output, target, bar::update);
+        }
         env.err().println(report.summary());
         return ExitCodes.OK;
     }

@@ -105,6 +105,12 @@ public final class ModelQuantizer {
 
     /** Converts {@code input} into {@code output} (written atomically). */
     public static Report quantize(Path input, Path output, GgmlType target) throws IOException {
+        return quantize(input, output, target, (done, total) -> {});
+    }
+
+    /** As {@link #quantize(Path, Path, GgmlType)}, telling {@code progress} (done, total) as each tensor is prepared. */
+    public static Report quantize(Path input, Path output, GgmlType target, java.util.function.BiConsumer<Integer, Integer> progress)
+            throws IOException {
         fileType(target);
         if (Files.exists(output) && Files.isSameFile(input, output)) {
             throw new InvalidInputException("the output file " + output + " is the input file; give another name");
@@ -148,17 +154,20 @@ public final class ModelQuantizer {
                         : ch.map(FileChannel.MapMode.READ_WRITE, 0, scratchBytes, arena);
                 var writer = new GgufWriter().putAll(metadata);
                 long at = 0;
+                int done = 0;
+                int total = in.tensors().size();
                 for (GgufTensor t : in.tensors()) {
-                    if (!convertNames.contains(t.name())) {
+                    if (convertNames.contains(t.name())) {
+                        long bytes = target.bytesFor(t.elementCount());
+                        MemorySegment dst = packed.asSlice(at, bytes);
+                        at += bytes;
+                        if (t.type() == target) MemorySegment.copy(t.data(), 0, dst, 0, bytes);
+                        else convertRows(t, target, dst);
+                        writer.add(new GgufWriter.TensorData(t.name(), target, t.shape(), dst));
+                    } else {
                         writer.add(new GgufWriter.TensorData(t.name(), t.type(), t.shape(), t.data()));
-                        continue;
                     }
-                    long bytes = target.bytesFor(t.elementCount());
-                    MemorySegment dst = packed.asSlice(at, bytes);
-                    at += bytes;
-                    if (t.type() == target) MemorySegment.copy(t.data(), 0, dst, 0, bytes);
-                    else convertRows(t, target, dst);
-                    writer.add(new GgufWriter.TensorData(t.name(), target, t.shape(), dst));
+                    progress.accept(++done, total);
                 }
                 writer.write(output);
             } finally {

@@ -162,7 +162,12 @@ class ModelQuantizerTest {
     @Test
     void blockQuantizedToQ4_KKeepsEverythingWhenRowsAreTooShort() throws IOException {
         // K-quant blocks hold 256 values; no stories260K row is that long, so nothing can change.
-        var report = ModelQuantizer.quantize(stories(), tmp.resolve("out.gguf"), GgmlType.Q4_K);
+        List<Integer> seen = new ArrayList<>();
+        var report = ModelQuantizer.quantize(stories(), tmp.resolve("out.gguf"), GgmlType.Q4_K, (done, total) -> {
+            assertEquals(48, total);
+            seen.add(done);
+        });
+        assertEquals(java.util.stream.IntStream.rangeClosed(1, 48).boxed().toList(), seen, "progress once per tensor");
         assertEquals(0, report.converted());
         try (GgufFile in = GgufFile.open(stories()); GgufFile out = GgufFile.open(tmp.resolve("out.gguf"))) {
             assertEquals(14, out.getLong("general.file_type"));
