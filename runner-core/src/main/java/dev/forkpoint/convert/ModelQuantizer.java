@@ -152,6 +152,7 @@ public final class ModelQuantizer {
                  FileChannel ch = FileChannel.open(scratch, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
                 MemorySegment packed = scratchBytes == 0 ? MemorySegment.NULL
                         : ch.map(FileChannel.MapMode.READ_WRITE, 0, scratchBytes, arena);
+                deleteQuietly(scratch);   // where the OS allows it, the mapping outlives the name: nothing is left on a crash
                 var writer = new GgufWriter().putAll(metadata);
                 long at = 0;
                 int done = 0;
@@ -215,6 +216,14 @@ public final class ModelQuantizer {
                 for (int i = 0; i < row.length; i++) dst.set(I16_LE, offset + 2L * i, Float.floatToFloat16(row[i]));
             }
             default -> Quantization.quantize(target, row, 0, row.length, dst, offset);
+        }
+    }
+
+    private static void deleteQuietly(Path file) {
+        try {
+            Files.deleteIfExists(file);
+        } catch (IOException e) {
+            // Windows keeps mapped files; the finally block removes it once unmapped
         }
     }
 
