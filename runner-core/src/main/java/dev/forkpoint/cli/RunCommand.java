@@ -72,8 +72,8 @@ final class RunCommand implements Callable<Integer> {
     @Option(names = {"-t", "--threads"}, paramLabel = "N", description = "Worker threads; the default is the number of available processors.")
     int threads = Runtime.getRuntime().availableProcessors();
 
-    @Option(names = "--num-batch", paramLabel = "N", description = "Prompt tokens evaluated per step.")
-    int numBatch = GenerationRequest.DEFAULT_NUM_BATCH;
+    @Option(names = "--num-batch", paramLabel = "N", description = "Prompt tokens evaluated per step, 1 … num_ctx (default: 512, or num_ctx if smaller).")
+    Integer numBatch;
 
     @Option(names = "--num-ctx", paramLabel = "N", description = "Context window in tokens; 0 = the model's.")
     int numCtx = 0;
@@ -83,7 +83,7 @@ final class RunCommand implements Callable<Integer> {
         CliEnvironment env = main.environment();
         SamplingOptions sampling = new SamplingOptions(temperature, topK, topP, minP, repeatPenalty, repeatLastN,
                 presencePenalty, frequencyPenalty, seed, numPredict, List.copyOf(stop)).validate();
-        atLeast("num_batch", numBatch, 1);
+        if (numBatch != null) atLeast("num_batch", numBatch, 1);
         atLeast("num_ctx", numCtx, 0);
         atLeast("threads", threads, 1);
         String text = prompt.equals("-") ? new String(env.in().readAllBytes(), StandardCharsets.UTF_8) : prompt;
@@ -93,7 +93,7 @@ final class RunCommand implements Callable<Integer> {
             var last = new StringBuilder(1);
             GenerationResult result;
             try {
-                result = loaded.generate(new GenerationRequest(text, sampling, numCtx, numBatch), piece -> {
+                result = loaded.generate(new GenerationRequest(text, sampling, numCtx, numBatch == null ? GenerationRequest.NUM_BATCH_DEFAULT : numBatch), piece -> {
                     if (piece.isEmpty()) return;
                     out.print(piece);
                     out.flush();

@@ -1,7 +1,5 @@
 package dev.forkpoint.cli;
 
-import org.junit.jupiter.api.Assumptions;
-
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
@@ -14,13 +12,6 @@ import java.util.Map;
 final class CliHarness {
     /** What one invocation did. */
     record Result(int exitCode, String out, String err) {
-        /** Skips the calling test while a part it needs (engine, tokenizer, quantizer) is still a stub on this branch. */
-        Result assumeImplemented() {
-            Assumptions.assumeFalse(err.contains("UnsupportedOperationException"),
-                    () -> "needs a component that is not implemented on this branch yet: " + err.strip());
-            return this;
-        }
-
         @Override
         public String toString() { return "exit " + exitCode + "\n--- stdout\n" + out + "--- stderr\n" + err; }
     }
