@@ -26,9 +26,9 @@ public final class KvBoundsException extends IndexOutOfBoundsException {
 
     /** A write outside [from, to), the positions reserved by the open step (or with no step open). */
     static KvBoundsException outsideStep(long sequenceId, long offset, int stored, int from, int to) {
-        String step = from == to ? "no open step" : "the open step [" + from + ", " + to + ")";
+        String step = from == to ? " with no open step" : " outside the open step [" + from + ", " + to + ")";
         return new KvBoundsException(sequenceId, offset, stored, "sequence " + sequenceId + ": write at offset "
-                + offset + " outside " + step + " (" + stored + " stored positions)");
+                + offset + step + " (" + stored + " stored positions)");
     }
 
     public long sequenceId() {
