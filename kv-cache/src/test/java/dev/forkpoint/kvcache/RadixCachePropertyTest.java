@@ -13,6 +13,7 @@ import net.jqwik.api.Combinators;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
+import net.jqwik.api.statistics.Statistics;
 import net.jqwik.api.constraints.IntRange;
 
 /**
@@ -23,6 +24,8 @@ import net.jqwik.api.constraints.IntRange;
 class RadixCachePropertyTest {
     private static final CacheNamespace[] NAMESPACES = {CacheNamespace.of("m"), new CacheNamespace("m", "salt")};
     private static final int MAX_LIVE = 6;
+    /** Per try: [budget exhausted, requests with a partial match, stateful resumes from a checkpoint]. */
+    private static final ThreadLocal<int[]> EVENTS = ThreadLocal.withInitial(() -> new int[3]);
 
     sealed interface Op permits Request, Extend, FailStep, Insert, Fork, Truncate, BadTruncate, Close, Evict {}
     record Request(int ns, int base, int keepPercent, int[] suffix, boolean stateful, boolean insert) implements Op {}
@@ -53,10 +56,10 @@ class RadixCachePropertyTest {
                 net.jqwik.api.Tuple.of(1, Combinators.combine(idx, Arbitraries.integers().between(1, 5)).as((s, b) -> (Op) new BadTruncate(s, b))),
                 net.jqwik.api.Tuple.of(2, idx.map(s -> (Op) new Close(s))),
                 net.jqwik.api.Tuple.of(1, Arbitraries.integers().between(0, 80).map(p -> (Op) new Evict(p))));
-        return op.list().ofMinSize(1).ofMaxSize(40);
+        return op.list().ofMinSize(1).ofMaxSize(50);
     }
 
-    @Property(tries = 250)
+    @Property(tries = 400)
     void randomOperationsKeepEveryInvariant(@ForAll("ops") List<Op> ops, @ForAll @IntRange(min = 4, max = 60) int pages,
                                             @ForAll @IntRange(min = 1, max = 5) int pageTokens, @ForAll boolean f16) {
         KvLayout layout = new KvLayout(2, 3, f16 ? KvElementType.F16 : KvElementType.F32, pageTokens);
@@ -68,6 +71,13 @@ class RadixCachePropertyTest {
                 apply(op, cache, inserted, live);
                 verify(cache, inserted, live);
             }
+            CacheStats st = cache.stats();
+            Statistics.label("evicted nodes").collect(st.evictedNodes() > 0);
+            Statistics.label("checkpoints stored").collect(st.checkpoints() > 0);
+            Statistics.label("budget exhausted").collect(EVENTS.get()[0] > 0);
+            Statistics.label("partial match restored").collect(EVENTS.get()[1] > 0);
+            Statistics.label("stateful resume from a checkpoint").collect(EVENTS.get()[2] > 0);
+            EVENTS.remove();
             for (Live l : live) l.seq().close();
             live.clear();
             verify(cache, inserted, live);
@@ -164,6 +174,8 @@ class RadixCachePropertyTest {
         if (evictedBefore == 0) assertEquals(everInserted, m.matchedTokens(), "nothing evicted: match = longest inserted prefix");
         assertNull(KvOracle.mismatch(seq, prompt, m.matchedTokens()));
         int resume = m.matchedTokens();
+        if (resume > 0) EVENTS.get()[1]++;
+        if (r.stateful() && m.statefulResumeOffset() > 0) EVENTS.get()[2]++;
         if (m.checkpoint().isPresent()) {
             CheckpointAt c = m.checkpoint().get();
             assertTrue(c.offset() <= m.matchedTokens());
@@ -192,6 +204,7 @@ class RadixCachePropertyTest {
         try {
             seq.begin(tokens.length - from);
         } catch (KvBudgetExhaustedException e) {
+            EVENTS.get()[0]++;
             assertEquals(from, seq.length());
             assertFalse(seq.inStep());
             return false;
