@@ -40,6 +40,14 @@ public record KvLayout(int layers, int kvDim, KvElementType elementType, int pag
         return (long) layers * 2 * kvDim * elementType.bytes();
     }
 
+    /**
+     * Pool bytes for {@code positions} positions of each of {@code sequences} sequences (whole pages each), e.g.
+     * num_ctx × parallel requests: a budget with which those sequences can never exhaust the pool.
+     */
+    public long budgetFor(int positions, int sequences) {
+        return (long) sequences * ((positions + pageTokens - 1L) / pageTokens) * pageBytes();
+    }
+
     /** Byte offset, inside a page, of (slot, layer, kind). */
     long offsetInPage(int slot, int layer, KvKind kind) {
         return (2L * layer + kind.ordinal()) * slabBytes() + (long) slot * kvDim * elementType.bytes();

@@ -265,6 +265,53 @@ class RadixCacheTest {
     }
 
     @Test
+    void concurrentRequestsKeepTheInvariants() throws Exception {
+        try (PagePool pool = new PagePool(LAYOUT, 200 * LAYOUT.pageBytes())) {
+            RadixCache cache = new RadixCache(pool, 256);
+            int[] common = tokens(100, 20);
+            java.util.concurrent.atomic.AtomicReference<Throwable> failure = new java.util.concurrent.atomic.AtomicReference<>();
+            Thread[] threads = new Thread[4];
+            for (int t = 0; t < threads.length; t++) {
+                int id = t;
+                threads[t] = new Thread(() -> {
+                    try {
+                        ToyEngine engine = new ToyEngine(cache, id % 2 == 1, 16 + id);
+                        for (int i = 0; i < 60; i++) {
+                            int keep = (int) (KvOracle.mix(id * 1000L + i) & 127) % 100;
+                            int[] prompt = concat(Arrays.copyOf(common, keep), tokens(1 + i % 50, 1000 * id + i));
+                            try {
+                                engine.run(i % 3 == 0 ? NS : CacheNamespace.of("model-b"), prompt, tokens(i % 7, 7 * id + i));
+                            } catch (KvBudgetExhaustedException full) {
+                                // every other thread's sequence is locked: a refusal, never a wrong read
+                            }
+                        }
+                    } catch (Throwable e) {
+                        failure.compareAndSet(null, e);
+                    }
+                });
+                threads[t].start();
+            }
+            for (Thread t : threads) t.join();
+            if (failure.get() != null) throw new AssertionError(failure.get());
+            CacheInvariants.check(cache, List.of());
+            cache.evictAll();
+            assertEquals(0, pool.usedPages());
+        }
+    }
+
+    @Test
+    void budgetForSizesThePoolForWholeSequences() {
+        KvLayout layout = new KvLayout(2, 4, KvElementType.F16, 16);
+        try (PagePool pool = new PagePool(layout, layout.budgetFor(100, 3))) {
+            assertEquals(21, pool.totalPages());
+            SequenceKv[] seqs = {pool.newSequence(), pool.newSequence(), pool.newSequence()};
+            for (SequenceKv s : seqs) s.begin(100);
+            assertEquals(0, pool.freePages());
+            for (SequenceKv s : seqs) s.close();
+        }
+    }
+
+    @Test
     void insertingMoreTokensThanCommittedIsABoundsError() {
         try (PagePool pool = new PagePool(LAYOUT, 64 * LAYOUT.pageBytes())) {
             RadixCache cache = new RadixCache(pool, 1 << 20);
