@@ -1,5 +1,6 @@
 package dev.forkpoint.reference;
 
+import dev.forkpoint.convert.ModelQuantizer;
 import dev.forkpoint.engine.GenerationRequest;
 import dev.forkpoint.engine.GenerationResult;
 import dev.forkpoint.engine.LoadProgress;
@@ -130,9 +131,9 @@ class LlamaCppParityTest {
     }
 
     /** stories260K quantized to {@code type} by Forkpoint's quantizer (dev.forkpoint.convert.ModelQuantizer). */
-    private static Path quantized(GgmlType type) throws Exception {
+    private static Path quantized(GgmlType type) throws IOException {
         Path out = dir.resolve("stories260K-" + type.name().toLowerCase() + ".gguf");
-        if (!java.nio.file.Files.exists(out)) ModelQuantizerBridge.quantize(StoriesReference.model(), out, type);
+        if (!java.nio.file.Files.exists(out)) ModelQuantizer.quantize(StoriesReference.model(), out, type);
         return out;
     }
 }
