@@ -74,7 +74,7 @@ class LlamaCppParityTest {
     }
 
     /** Fewer comparable tokens than this would make the comparison weak; the file then fails the test. */
-    static final int MIN_COMPARED = 40;
+    static final int MIN_COMPARED = 60;
 
     @ParameterizedTest
     @EnumSource(value = GgmlType.class, names = {"F32", "Q8_0", "Q4_0"})
