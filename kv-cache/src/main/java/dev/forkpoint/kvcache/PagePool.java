@@ -9,11 +9,14 @@ import java.util.concurrent.atomic.AtomicLong;
  * A fixed budget of off-heap memory cut into KV pages, with a free list and a reference count per page.
  *
  * <h2>Byte layout</h2>
- * One {@link Arena#ofShared() shared} segment of {@code totalPages × pageBytes} bytes (64-byte aligned), never more
- * than the budget. Page {@code p} starts at {@code p × pageBytes}. Inside a page the order is layer, then kind (K before
- * V), then slot (position within the page), then element:
+ * Memory is committed lazily, in chunks of {@code pagesPerChunk} consecutive pages (about {@link #CHUNK_TARGET_BYTES},
+ * at least one page), each a 64-byte-aligned segment of one {@link Arena#ofShared() shared} arena, allocated (and so
+ * zero-filled, i.e. touched) only when one of its pages is first handed out: a pool costs nothing for the part of its
+ * budget it has never used, and never more than the budget ({@link #allocatedBytes()} ≤ {@link #capacityBytes()} ≤
+ * budget). Page {@code p} lives in chunk {@code p / pagesPerChunk} at {@code (p % pagesPerChunk) × pageBytes}. Inside a
+ * page the order is layer, then kind (K before V), then slot (position within the page), then element:
  * <pre>
- *   offset(p, slot, layer, kind, e) = p·pageBytes + ((2·layer + kind)·P + slot)·kvDim·eb + e·eb
+ *   offset(p, slot, layer, kind, e) = base(p) + ((2·layer + kind)·P + slot)·kvDim·eb + e·eb
  *   pageBytes = layers · 2 · P · kvDim · eb          (eb = 4 for F32, 2 for F16; little-endian, native order)
  * </pre>
  * so each (page, layer, kind) is one contiguous slab of {@code P × kvDim} elements ({@link #slab}); an attention kernel
@@ -42,13 +45,18 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 public final class PagePool implements AutoCloseable {
     private static final int[] NO_PAGES = new int[0];
+    /** The size a lazily allocated chunk of pages aims at (a chunk holds at least one page). */
+    public static final long CHUNK_TARGET_BYTES = 4L << 20;
 
     private final KvLayout layout;
     private final long budgetBytes;
     private final long pageBytes;
     private final int totalPages;
+    private final int pagesPerChunk;
     private final Arena arena;
-    private final MemorySegment memory;
+    /** Chunk c holds pages [c·pagesPerChunk, (c+1)·pagesPerChunk); null until first needed. Written under the lock. */
+    private final MemorySegment[] chunks;
+    private long allocatedBytes;
     private final int[] refCounts;
     private final int[] freeStack;
     private int freeCount;
@@ -69,8 +77,9 @@ public final class PagePool implements AutoCloseable {
         }
         if (pages > Integer.MAX_VALUE - 8) pages = Integer.MAX_VALUE - 8;
         this.totalPages = (int) pages;
+        this.pagesPerChunk = (int) Math.max(1, Math.min(totalPages, CHUNK_TARGET_BYTES / pageBytes));
         this.arena = Arena.ofShared();
-        this.memory = arena.allocate(totalPages * pageBytes, 64);
+        this.chunks = new MemorySegment[(totalPages + pagesPerChunk - 1) / pagesPerChunk];
         this.refCounts = new int[totalPages];
         this.freeStack = new int[totalPages];
         for (int i = 0; i < totalPages; i++) freeStack[i] = totalPages - 1 - i; // page 0 is handed out first
@@ -93,9 +102,14 @@ public final class PagePool implements AutoCloseable {
         return totalPages;
     }
 
-    /** Off-heap bytes reserved: totalPages × pageBytes (≤ budget). */
+    /** The most off-heap bytes this pool can ever hold: totalPages × pageBytes (≤ budget). */
     public long capacityBytes() {
         return totalPages * pageBytes;
+    }
+
+    /** Off-heap bytes allocated so far (whole chunks, only once a page in them was handed out; ≤ capacity). */
+    public synchronized long allocatedBytes() {
+        return allocatedBytes;
     }
 
     public synchronized int freePages() {
@@ -123,7 +137,7 @@ public final class PagePool implements AutoCloseable {
     public MemorySegment slab(int page, int layer, KvKind kind) {
         checkPage(page);
         checkLayer(layer);
-        return memory.asSlice(page * pageBytes + layout.offsetInPage(0, layer, kind), layout.slabBytes());
+        return chunk(page).asSlice(base(page) + layout.offsetInPage(0, layer, kind), layout.slabBytes());
     }
 
     /** Releases the off-heap memory; every later access fails. */
@@ -167,11 +181,33 @@ public final class PagePool implements AutoCloseable {
         if (freeCount < n) return null;
         int[] pages = new int[n];
         for (int i = 0; i < n; i++) {
-            int p = freeStack[--freeCount];
+            int p = freeStack[freeCount - 1];
+            ensureChunk(p);   // may throw OutOfMemoryError: nothing taken for this page yet
+            freeCount--;
             refCounts[p] = 1;
             pages[i] = p;
         }
         return pages;
+    }
+
+    /** Allocates the chunk of {@code page} if it is not there yet (caller holds the lock). */
+    private void ensureChunk(int page) {
+        int c = page / pagesPerChunk;
+        if (chunks[c] != null) return;
+        int pagesInChunk = Math.min(pagesPerChunk, totalPages - c * pagesPerChunk);
+        long bytes = pagesInChunk * pageBytes;
+        chunks[c] = arena.allocate(bytes, 64);
+        allocatedBytes += bytes;
+    }
+
+    private MemorySegment chunk(int page) {
+        MemorySegment c = chunks[page / pagesPerChunk];
+        if (c == null) throw new IllegalStateException("kv pool: page " + page + " was never allocated");
+        return c;
+    }
+
+    private long base(int page) {
+        return (page % pagesPerChunk) * pageBytes;
     }
 
     synchronized void retain(int page) {
@@ -208,7 +244,7 @@ public final class PagePool implements AutoCloseable {
         for (int layer = 0; layer < layout.layers(); layer++) {
             for (KvKind kind : KvKind.values()) {
                 long off = layout.offsetInPage(0, layer, kind);
-                MemorySegment.copy(memory, src * pageBytes + off, memory, dst * pageBytes + off, bytes);
+                MemorySegment.copy(chunk(src), base(src) + off, chunk(dst), base(dst) + off, bytes);
             }
         }
     }
@@ -216,7 +252,8 @@ public final class PagePool implements AutoCloseable {
     /** Reads kvDim elements of (page, slot, layer, kind) into {@code out[outOffset..]} as floats. */
     void read(int page, int slot, int layer, KvKind kind, float[] out, int outOffset) {
         int dim = layout.kvDim();
-        long off = page * pageBytes + layout.offsetInPage(slot, layer, kind);
+        MemorySegment memory = chunk(page);
+        long off = base(page) + layout.offsetInPage(slot, layer, kind);
         if (layout.elementType() == KvElementType.F32) {
             MemorySegment.copy(memory, ValueLayout.JAVA_FLOAT, off, out, outOffset, dim);
         } else {
@@ -229,7 +266,8 @@ public final class PagePool implements AutoCloseable {
     /** Writes kvDim elements from {@code values[offset..]} to (page, slot, layer, kind), rounding to F16 if needed. */
     void write(int page, int slot, int layer, KvKind kind, float[] values, int offset) {
         int dim = layout.kvDim();
-        long off = page * pageBytes + layout.offsetInPage(slot, layer, kind);
+        MemorySegment memory = chunk(page);
+        long off = base(page) + layout.offsetInPage(slot, layer, kind);
         if (layout.elementType() == KvElementType.F32) {
             MemorySegment.copy(values, offset, memory, ValueLayout.JAVA_FLOAT, off, dim);
         } else {

@@ -20,6 +20,30 @@ class PagePoolTest {
     }
 
     @Test
+    void memoryIsAllocatedLazilyInChunksAndNeverBeyondTheBudget() {
+        KvLayout layout = new KvLayout(4, 64, KvElementType.F32, 16);   // 32 KiB pages, 128 per chunk
+        int perChunk = (int) (PagePool.CHUNK_TARGET_BYTES / layout.pageBytes());
+        assertEquals(128, perChunk);
+        long budget = 1L << 30;
+        try (PagePool pool = new PagePool(layout, budget)) {
+            assertEquals(0, pool.allocatedBytes(), "nothing is touched at creation");
+            int[] first = pool.allocate(1);
+            assertEquals(PagePool.CHUNK_TARGET_BYTES, pool.allocatedBytes());
+            int[] more = pool.allocate(perChunk);
+            assertEquals(2 * PagePool.CHUNK_TARGET_BYTES, pool.allocatedBytes());
+            pool.release(more, 0, more.length);
+            pool.allocate(perChunk);
+            assertEquals(2 * PagePool.CHUNK_TARGET_BYTES, pool.allocatedBytes(), "freed pages are reused first");
+            assertEquals(0, first[0]);
+        }
+        try (PagePool small = new PagePool(layout, 3 * layout.pageBytes())) {
+            small.allocate(3);
+            assertEquals(3 * layout.pageBytes(), small.allocatedBytes(), "a chunk never reaches past the budget");
+            assertTrue(small.allocatedBytes() <= small.budgetBytes());
+        }
+    }
+
+    @Test
     void budgetBelowOnePageIsRefusedNamingBoth() {
         KvLayout layout = new KvLayout(2, 4, KvElementType.F32, 16);
         var e = assertThrows(IllegalArgumentException.class, () -> new PagePool(layout, 100));

@@ -1,8 +1,9 @@
 package dev.forkpoint.backend;
 
 import dev.forkpoint.format.gguf.GgufTensor;
+import dev.forkpoint.kvcache.SequenceKv;
 
-/** A compute backend: it holds weights, creates KV stores and implements the ops. */
+/** A compute backend: it holds weights, creates KV stores over kv-cache sequences and implements the ops. */
 public interface Backend extends AutoCloseable {
     /** A short name for logs ("cpu", "mlx"). */
     String name();
@@ -10,7 +11,8 @@ public interface Backend extends AutoCloseable {
     /** Prepares a GGUF tensor as a weight. Refuses types it cannot compute with, naming the tensor and listing the supported types. */
     Weight weight(GgufTensor tensor);
 
-    KvStore newKvStore(int layers, int kvDim, int capacity);
+    /** A view of one kv-cache sequence (its pool's layout gives layers, kvDim and element type) for this backend's attention. */
+    KvStore newKvStore(SequenceKv sequence);
 
     Ops ops();
 

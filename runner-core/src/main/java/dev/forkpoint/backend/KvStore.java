@@ -1,17 +1,30 @@
 package dev.forkpoint.backend;
 
 /**
- * The keys and values a sequence has stored, for every layer, one entry per position. The attention op writes the
- * entries for the positions it computes and reads all earlier ones. Created by {@link Backend#newKvStore}.
+ * The keys and values one sequence has stored, for every layer, one entry per position, changed only in steps: the
+ * engine opens a step with {@link #begin(int) begin(n)} for positions [length, length + n), the attention op writes
+ * exactly those entries and reads all earlier ones, and the engine then {@link #commit() commits} (the positions
+ * become part of {@link #length()}) or {@link #rollback() rolls back} (the store is exactly as before begin). Entries
+ * at or past the stored positions are never read. Created by {@link Backend#newKvStore}.
  */
 public interface KvStore {
     int layers();
+
     /** Elements of one key (or value) entry: kvHeads × headDim. */
     int kvDim();
-    /** Positions this store can hold. */
-    int capacity();
-    /** Positions [0, length) hold valid entries. */
+
+    /** Committed positions: [0, length) hold valid entries. */
     int length();
-    /** Marks positions [0, length) valid; entries beyond are ignored until overwritten. */
-    void setLength(int length);
+
+    /** Positions the open step reserved (0 when no step is open). */
+    int pending();
+
+    /** Opens a step that will write positions [length, length + n); refuses a second open step. */
+    void begin(int n);
+
+    /** Makes the open step's positions committed. */
+    void commit();
+
+    /** Drops the open step's positions: the store returns to the last committed length. */
+    void rollback();
 }

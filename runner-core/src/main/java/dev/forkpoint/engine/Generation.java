@@ -2,18 +2,31 @@ package dev.forkpoint.engine;
 
 import dev.forkpoint.InvalidInputException;
 import dev.forkpoint.backend.KvStore;
+import dev.forkpoint.kvcache.CacheMatch;
+import dev.forkpoint.kvcache.CacheNamespace;
+import dev.forkpoint.kvcache.SequenceKv;
 import dev.forkpoint.sampling.Sampler;
 import dev.forkpoint.sampling.SamplingOptions;
 import dev.forkpoint.sampling.StopSequences;
 import dev.forkpoint.tokenizer.StreamingDecoder;
 import dev.forkpoint.tokenizer.Tokenizer;
 
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+
 /**
- * One completion from prompt to done: checks the request against the context, prefills the prompt in chunks of
- * num_batch, then samples and evaluates one token at a time until an end-of-generation token, a stop string,
- * num_predict or the end of the context.
+ * One completion from prompt to done, through the prefix cache: checks the request against the context and the KV
+ * budget, reuses the longest cached prefix of the prompt (all but its last token at most), prefills the rest in
+ * chunks of exactly num_batch, then samples and evaluates one token at a time until an end-of-generation token, a
+ * stop string, num_predict or the end of the context. Every evaluation is one KV step (begin, forward, commit;
+ * rolled back when anything throws). However the request ends, its committed tokens are inserted into the cache and
+ * its sequence is closed; a failure reaches the caller unchanged. One INFO log line per request:
+ * {@code cache total=<prompt tokens> matched=<cached prefix found> reused=<KV positions kept> prefill=<evaluated> chunks=<n>}.
  */
 final class Generation {
+    private static final System.Logger LOG = System.getLogger(Generation.class.getName());
+
     private final LoadedModel model;
     private final GenerationRequest request;
     private final TokenSink sink;
@@ -28,7 +41,7 @@ final class Generation {
         SamplingOptions options = request.sampling().validate();
         Tokenizer tokenizer = model.tokenizer();
         int modelContext = model.config().contextLength();
-        int numCtx = request.numCtx() == 0 ? modelContext : request.numCtx();
+        int numCtx = request.numCtx() == 0 ? model.defaultNumCtx() : request.numCtx();
         if (numCtx < 1 || numCtx > modelContext) {
             throw new InvalidInputException("num_ctx must be in [1, " + modelContext + "] (the model's context length), got " + request.numCtx());
         }
@@ -48,44 +61,98 @@ final class Generation {
                     + ") exceeds num_ctx " + numCtx);
         }
         int maxNew = numPredict < 0 ? numCtx - prompt.length : numPredict;
+        int[] boundaries = checkedBoundaries(request.messageBoundaries(), prompt.length);
+        model.requireFits(prompt.length + maxNew, "prompt (" + prompt.length + " tokens) + "
+                + (numPredict < 0 ? "generation up to num_ctx " + numCtx : "num_predict (" + numPredict + ")"));
 
         long t0 = System.nanoTime();
-        KvStore kv = model.newKvStore(numCtx);
-        float[] logits = model.prefill(prompt, kv, numBatch);
-        long t1 = System.nanoTime();
-
-        Sampler sampler = new Sampler(options, logits.length);
-        StopSequences stops = new StopSequences(options.stop());
-        StreamingDecoder decoder = tokenizer.streamingDecoder();
-        int[] history = java.util.Arrays.copyOf(prompt, prompt.length + maxNew);
+        CacheNamespace namespace = model.namespace(request.cacheSalt());
+        CacheMatch match = model.cache().match(namespace, prompt);
+        SequenceKv sequence = match.sequence();
+        int reused = match.matchedTokens();
+        int[] history = Arrays.copyOf(prompt, prompt.length + maxNew);
         int historyLength = prompt.length;
-        StringBuilder text = new StringBuilder();
-        String doneReason = "length";
-        int generated = 0;
-        while (generated < maxNew) {
-            int id = sampler.sample(logits, history, historyLength);
-            if (tokenizer.isEndOfGeneration(id)) {
-                doneReason = "stop";
-                break;
+        Throwable failure = null;
+        try {
+            KvStore kv = model.newKvStore(sequence);
+            int[] rest = Arrays.copyOfRange(prompt, reused, prompt.length);
+            float[] logits = model.prefill(rest, kv, numBatch);
+            long t1 = System.nanoTime();
+
+            Sampler sampler = new Sampler(options, logits.length);
+            StopSequences stops = new StopSequences(options.stop());
+            StreamingDecoder decoder = tokenizer.streamingDecoder();
+            StringBuilder text = new StringBuilder();
+            String doneReason = "length";
+            int generated = 0;
+            while (generated < maxNew) {
+                int id = sampler.sample(logits, history, historyLength);
+                if (tokenizer.isEndOfGeneration(id)) {
+                    doneReason = "stop";
+                    break;
+                }
+                history[historyLength++] = id;
+                generated++;
+                emit(stops.accept(decoder.push(id)), text);
+                if (stops.stopped()) {
+                    doneReason = "stop";
+                    break;
+                }
+                if (generated == maxNew || kv.length() == numCtx) break;
+                logits = model.step(id, kv);
             }
-            history[historyLength++] = id;
-            generated++;
-            emit(stops.accept(decoder.push(id)), text);
-            if (stops.stopped()) {
-                doneReason = "stop";
-                break;
+            if (!stops.stopped()) {
+                emit(stops.accept(decoder.flush()), text);
+                if (!stops.stopped()) emit(stops.flush(), text);
+                if (stops.stopped()) doneReason = "stop";
             }
-            if (generated == maxNew || kv.length() == numCtx) break;
-            logits = model.step(id, kv);
+            long t2 = System.nanoTime();
+            int[] ids = Arrays.copyOfRange(history, prompt.length, historyLength);
+            return new GenerationResult(prompt.length, t1 - t0, ids, t2 - t1, doneReason, text.toString(),
+                    reused, prompt.length - reused);
+        } catch (RuntimeException | Error e) {
+            failure = e;
+            throw e;
+        } finally {
+            finish(namespace, history, sequence, match, boundaries, failure);
+            int evaluated = prompt.length - reused;
+            LOG.log(System.Logger.Level.INFO, String.format(Locale.ROOT, "cache total=%d matched=%d reused=%d prefill=%d chunks=%d",
+                    prompt.length, match.matchedTokens(), reused, evaluated, (evaluated + numBatch - 1) / numBatch));
         }
-        if (!stops.stopped()) {
-            emit(stops.accept(decoder.flush()), text);
-            if (!stops.stopped()) emit(stops.flush(), text);
-            if (stops.stopped()) doneReason = "stop";
+    }
+
+    /**
+     * Inserts the committed tokens (only those: a failed step was rolled back) into the cache and closes the sequence.
+     * An error here never hides the request's own failure.
+     */
+    private void finish(CacheNamespace namespace, int[] history, SequenceKv sequence, CacheMatch match, int[] boundaries,
+                        Throwable failure) {
+        try {
+            int committed = sequence.length();
+            if (committed > 0) {
+                // Attention-only models keep no non-truncatable state, so the fork points
+                // (match.checkpointOffsets(boundaries)) carry no checkpoint payload to store.
+                model.cache().insert(namespace, Arrays.copyOf(history, committed), sequence, List.of());
+            }
+        } catch (RuntimeException | Error e) {
+            if (failure == null) throw e;
+            failure.addSuppressed(e);
+        } finally {
+            sequence.close();
         }
-        long t2 = System.nanoTime();
-        int[] ids = java.util.Arrays.copyOfRange(history, prompt.length, historyLength);
-        return new GenerationResult(prompt.length, t1 - t0, ids, t2 - t1, doneReason, text.toString());
+    }
+
+    /** Message boundaries ascending in [1, promptTokens]; anything else is refused naming message_boundaries. */
+    private static int[] checkedBoundaries(int[] boundaries, int promptTokens) {
+        int previous = 0;
+        for (int b : boundaries) {
+            if (b <= previous || b > promptTokens) {
+                throw new InvalidInputException("message_boundaries must ascend within [1, " + promptTokens
+                        + "] (prompt tokens), got " + Arrays.toString(boundaries));
+            }
+            previous = b;
+        }
+        return boundaries;
     }
 
     private void emit(String piece, StringBuilder text) {

@@ -3,15 +3,19 @@ package dev.forkpoint.engine;
 /**
  * What a completion did.
  *
- * @param promptTokens    tokens in the prompt (BOS included)
- * @param promptNanos     time spent evaluating the prompt
- * @param generatedIds    ids generated (without the end-of-generation token)
- * @param generationNanos time spent generating
- * @param doneReason      "stop" (end-of-generation token or stop string) or "length" (num_predict or context full)
- * @param text            the generated text as emitted (stop strings removed)
+ * @param promptTokens          tokens in the prompt (BOS included)
+ * @param promptNanos           time spent on the prompt: the cache lookup and evaluating the tokens not reused
+ * @param generatedIds          ids generated (without the end-of-generation token)
+ * @param generationNanos       time spent generating
+ * @param doneReason            "stop" (end-of-generation token or stop string) or "length" (num_predict or context full)
+ * @param text                  the generated text as emitted (stop strings removed)
+ * @param cachedTokens          prompt tokens whose KV was reused from the prefix cache (not evaluated)
+ * @param evaluatedPromptTokens prompt tokens evaluated: promptTokens − cachedTokens (≥ 1: the last prompt token is
+ *                              always evaluated, its logits are needed)
  */
 public record GenerationResult(int promptTokens, long promptNanos, int[] generatedIds, long generationNanos,
-                               String doneReason, String text) {
-    public double promptTokensPerSecond() { return promptNanos == 0 ? 0 : promptTokens * 1e9 / promptNanos; }
+                               String doneReason, String text, int cachedTokens, int evaluatedPromptTokens) {
+    /** Evaluated prompt tokens per second (reused tokens cost nothing and are not counted). */
+    public double promptTokensPerSecond() { return promptNanos == 0 ? 0 : evaluatedPromptTokens * 1e9 / promptNanos; }
     public double generationTokensPerSecond() { return generationNanos == 0 ? 0 : generatedIds.length * 1e9 / generationNanos; }
 }

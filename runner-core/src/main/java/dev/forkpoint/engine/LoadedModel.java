@@ -9,6 +9,12 @@ import dev.forkpoint.format.gguf.GgufTensor;
 import dev.forkpoint.model.Architecture;
 import dev.forkpoint.model.Architectures;
 import dev.forkpoint.model.ModelConfig;
+import dev.forkpoint.kvcache.CacheNamespace;
+import dev.forkpoint.kvcache.CacheStats;
+import dev.forkpoint.kvcache.KvLayout;
+import dev.forkpoint.kvcache.PagePool;
+import dev.forkpoint.kvcache.RadixCache;
+import dev.forkpoint.kvcache.SequenceKv;
 import dev.forkpoint.tokenizer.Tokenizer;
 
 import java.io.IOException;
@@ -20,42 +26,87 @@ import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.function.UnaryOperator;
 
 /**
  * A model file loaded onto a backend, ready to generate: the file (mapped), its tokenizer, its architecture's
- * graph over the prepared weights. One generation at a time (calls are serialised).
+ * graph over the prepared weights, and its prefix cache: one {@link PagePool} of KV pages (budget from
+ * {@link EngineOptions#kvCacheBytes()}, memory committed lazily) and one {@link RadixCache}, namespaced by the model
+ * file's identity and the request's cache salt. Every request goes through the cache. One generation at a time
+ * (calls are serialised).
  */
 public final class LoadedModel implements AutoCloseable {
+    /** Ollama's default context window; the default num_ctx unless the model's trained context is smaller. */
+    public static final int OLLAMA_DEFAULT_NUM_CTX = 4096;
+
     private final GgufFile file;
     private final CpuBackend backend;
     private final Architecture architecture;
     private final Tokenizer tokenizer;
+    private final EngineOptions options;
+    private final PagePool pool;
+    private final RadixCache cache;
+    private final String modelId;
+    private Ops ops;
 
-    private LoadedModel(GgufFile file, CpuBackend backend, Architecture architecture, Tokenizer tokenizer) {
+    private LoadedModel(GgufFile file, CpuBackend backend, Architecture architecture, Tokenizer tokenizer,
+                        EngineOptions options, PagePool pool, String modelId) {
         this.file = file;
         this.backend = backend;
         this.architecture = architecture;
         this.tokenizer = tokenizer;
+        this.options = options;
+        this.pool = pool;
+        this.cache = new RadixCache(pool, 0);   // attention-only architectures: no checkpoint payloads
+        this.modelId = modelId;
+        this.ops = backend.ops();
+    }
+
+    /** Loads a GGUF file on the CPU backend with {@code threads} threads and the default {@link EngineOptions}. */
+    public static LoadedModel load(Path gguf, int threads, LoadProgress progress) throws IOException {
+        return load(gguf, threads, progress, EngineOptions.defaults());
     }
 
     /** Loads a GGUF file on the CPU backend with {@code threads} threads; refuses unsupported architectures and tensor types. */
-    public static LoadedModel load(Path gguf, int threads, LoadProgress progress) throws IOException {
+    public static LoadedModel load(Path gguf, int threads, LoadProgress progress, EngineOptions options) throws IOException {
         if (threads < 1) throw new dev.forkpoint.InvalidInputException("threads must be at least 1, got " + threads);
+        if (options == null) options = EngineOptions.defaults();
         GgufFile file = GgufFile.open(gguf);
         CpuBackend backend = null;
+        PagePool pool = null;
         try {
             Architecture.Spec spec = Architectures.forFile(file);
             Tokenizer tokenizer = Tokenizer.fromGguf(file);
             backend = new CpuBackend(threads);
             int total = file.tensors().size();
             Architecture arch = spec.load(file, backend, done -> progress.update(done, total));
+            pool = newPool(arch.config(), options);
             progress.update(total, total);
-            return new LoadedModel(file, backend, arch, tokenizer);
+            return new LoadedModel(file, backend, arch, tokenizer, options, pool, modelId(file.path()));
         } catch (RuntimeException | Error e) {
+            if (pool != null) pool.close();
             if (backend != null) backend.close();
             file.close();
             throw e;
         }
+    }
+
+    /** The KV pool: kv_cache_bytes, or (when 0) room for defaultNumCtx positions of two sequences (one running, one cached). */
+    private static PagePool newPool(ModelConfig c, EngineOptions options) {
+        KvLayout layout = KvLayout.of(c.layers(), c.kvDim(), options.kvType());
+        long budget = options.kvCacheBytes() == 0 ? layout.budgetFor(defaultNumCtx(c), 2) : options.kvCacheBytes();
+        if (budget < layout.pageBytes()) {
+            throw new dev.forkpoint.InvalidInputException("kv_cache_bytes " + budget + " is smaller than one KV page of this model ("
+                    + layout.pageBytes() + " bytes = " + layout.pageTokens() + " positions × " + c.layers() + " layers × K,V × "
+                    + c.kvDim() + " × " + layout.elementType() + ")");
+        }
+        return new PagePool(layout, budget);
+    }
+
+    /** The file's identity for the cache namespace: its real path, size and modification time (no hashing at load). */
+    private static String modelId(Path path) throws IOException {
+        Path real = path.toRealPath();
+        return real + "#" + Files.size(real) + "@" + Files.getLastModifiedTime(real).toMillis();
     }
 
     public ModelConfig config() { return architecture.config(); }
@@ -77,45 +128,102 @@ public final class LoadedModel implements AutoCloseable {
                 file.getString("tokenizer.chat_template", null), sha256(file.path()));
     }
 
+    /** The num_ctx a request with num_ctx 0 gets: Ollama's 4096, or the model's trained context when smaller. */
+    public int defaultNumCtx() {
+        return defaultNumCtx(architecture.config());
+    }
+
+    private static int defaultNumCtx(ModelConfig c) {
+        return Math.min(OLLAMA_DEFAULT_NUM_CTX, c.contextLength());
+    }
+
+    public EngineOptions options() { return options; }
+
+    /** The prefix cache's current counts: tree nodes, cached tokens, pages used/free, budget. */
+    public CacheStats cacheStats() { return cache.stats(); }
+
+    /** Off-heap bytes the KV pool has committed so far (≤ its budget). */
+    public long kvAllocatedBytes() { return pool.allocatedBytes(); }
+
     /** Runs a completion, streaming text to {@code sink}. */
     public synchronized GenerationResult generate(GenerationRequest request, TokenSink sink) {
         return new Generation(this, request, sink).run();
     }
 
-    /** The logits after evaluating {@code tokens} from position 0 (a fresh sequence), for the last token. */
+    /**
+     * The logits after evaluating {@code tokens} from position 0 in a fresh sequence (not matched against nor added to
+     * the prefix cache), for the last token.
+     */
     public synchronized float[] logits(int[] tokens) {
         if (tokens.length == 0) throw new dev.forkpoint.InvalidInputException("no tokens to evaluate");
-        KvStore kv = newKvStore(tokens.length);
-        return prefill(tokens, kv, GenerationRequest.DEFAULT_NUM_BATCH);
+        requireFits(tokens.length, tokens.length + " tokens");
+        try (SequenceKv sequence = pool.newSequence()) {
+            return prefill(tokens, newKvStore(sequence), GenerationRequest.DEFAULT_NUM_BATCH);
+        }
     }
 
-    KvStore newKvStore(int capacity) {
-        ModelConfig c = architecture.config();
-        return backend.newKvStore(c.layers(), c.kvDim(), capacity);
+    /** Refuses up front (naming kv_cache_bytes) a sequence of {@code positions} that could not fit the pool even empty. */
+    void requireFits(int positions, String what) {
+        KvLayout layout = pool.layout();
+        long pages = (positions + (long) layout.pageTokens() - 1) / layout.pageTokens() + 1;   // + 1: copy-on-write of a shared page
+        if (pages > pool.totalPages()) {
+            throw new dev.forkpoint.InvalidInputException(what + " need up to " + positions + " KV positions = " + pages * layout.pageBytes()
+                    + " bytes (" + pages + " pages of " + layout.pageBytes() + " bytes, one for copy-on-write), but kv_cache_bytes is "
+                    + pool.budgetBytes() + " (" + pool.totalPages() + " pages); raise kv_cache_bytes or ask for fewer tokens");
+        }
     }
 
-    /** Evaluates tokens after what kv holds, in chunks of numBatch, and returns the logits of the last one. */
+    RadixCache cache() { return cache; }
+
+    PagePool pool() { return pool; }
+
+    CacheNamespace namespace(String cacheSalt) { return new CacheNamespace(modelId, cacheSalt); }
+
+    /** Test seam: replaces the ops the graph runs on by {@code wrap(current ops)} (e.g. a fault-injecting decorator). */
+    synchronized void decorateOps(UnaryOperator<Ops> wrap) { ops = wrap.apply(ops); }
+
+    KvStore newKvStore(SequenceKv sequence) {
+        return backend.newKvStore(sequence);
+    }
+
+    /**
+     * Evaluates tokens after what kv holds, in chunks of exactly numBatch (the last one shorter), each one step
+     * (begin, forward, commit; rolled back when anything throws), and returns the logits of the last token.
+     */
     float[] prefill(int[] tokens, KvStore kv, int numBatch) {
-        Ops ops = backend.ops();
         float[] logits = null;
         for (int start = 0; start < tokens.length; start += numBatch) {
             int n = Math.min(numBatch, tokens.length - start);
             int[] chunk = java.util.Arrays.copyOfRange(tokens, start, start + n);
-            int pos = kv.length();
-            Activation hidden = architecture.forward(ops, chunk, pos, kv);
-            kv.setLength(pos + n);
-            if (start + n == tokens.length) logits = ops.logits(ops.row(hidden, n - 1), architecture.output())[0];
+            boolean last = start + n == tokens.length;
+            float[] l = evaluate(chunk, kv, last);
+            if (last) logits = l;
         }
         return logits;
     }
 
-    /** Evaluates one token at the end of kv and returns its logits. */
+    /** Evaluates one token at the end of kv (one step) and returns its logits. */
     float[] step(int token, KvStore kv) {
-        Ops ops = backend.ops();
+        return evaluate(new int[] {token}, kv, true);
+    }
+
+    private float[] evaluate(int[] chunk, KvStore kv, boolean wantLogits) {
+        Ops o = ops;
         int pos = kv.length();
-        Activation hidden = architecture.forward(ops, new int[] {token}, pos, kv);
-        kv.setLength(pos + 1);
-        return ops.logits(hidden, architecture.output())[0];
+        kv.begin(chunk.length);
+        try {
+            Activation hidden = architecture.forward(o, chunk, pos, kv);
+            float[] logits = wantLogits ? o.logits(o.row(hidden, chunk.length - 1), architecture.output())[0] : null;
+            kv.commit();
+            return logits;
+        } catch (RuntimeException | Error e) {
+            try {
+                kv.rollback();
+            } catch (RuntimeException | Error r) {
+                e.addSuppressed(r);
+            }
+            throw e;
+        }
     }
 
     private static String sha256(Path path) throws IOException {
@@ -132,6 +240,7 @@ public final class LoadedModel implements AutoCloseable {
 
     @Override
     public void close() {
+        pool.close();
         backend.close();
         file.close();
     }

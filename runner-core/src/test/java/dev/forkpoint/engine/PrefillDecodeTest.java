@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.forkpoint.TestData;
 import dev.forkpoint.backend.KvStore;
+import dev.forkpoint.kvcache.SequenceKv;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -49,7 +50,8 @@ class PrefillDecodeTest {
     void greedyIdsMatchLlama2c() {
         int[] prompt = ints(reference.get("prompt_tokens"));
         int[] expected = ints(reference.get("generated_tokens"));
-        KvStore kv = model.newKvStore(512);
+        try (SequenceKv sequence = model.pool().newSequence()) {
+        KvStore kv = model.newKvStore(sequence);
         float[] logits = model.prefill(prompt, kv, 512);
         JsonNode top5 = reference.get("logits_after_prompt_top5");
         for (JsonNode pair : top5) {
@@ -61,14 +63,21 @@ class PrefillDecodeTest {
             logits = model.step(got[i], kv);
         }
         assertArrayEquals(expected, got);
+        }
+    }
+
+    static float[] prefillFresh(int[] tokens, int batch) {
+        try (SequenceKv sequence = model.pool().newSequence()) {
+            return model.prefill(tokens, model.newKvStore(sequence), batch);
+        }
     }
 
     @Test
     void chunkedPrefillEqualsOneShot() {
         int[] tokens = ints(reference.get("all_tokens"));
-        float[] oneShot = model.prefill(tokens, model.newKvStore(512), 512);
+        float[] oneShot = prefillFresh(tokens, 512);
         for (int batch : new int[] {1, 7, 16}) {
-            float[] chunked = model.prefill(tokens, model.newKvStore(512), batch);
+            float[] chunked = prefillFresh(tokens, batch);
             for (int i = 0; i < oneShot.length; i++) {
                 assertEquals(oneShot[i], chunked[i], 1e-4f * Math.max(1, Math.abs(oneShot[i])), "num_batch " + batch + " logit " + i);
             }

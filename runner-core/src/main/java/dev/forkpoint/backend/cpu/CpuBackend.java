@@ -5,6 +5,7 @@ import dev.forkpoint.backend.KvStore;
 import dev.forkpoint.backend.Ops;
 import dev.forkpoint.backend.Weight;
 import dev.forkpoint.format.gguf.GgufTensor;
+import dev.forkpoint.kvcache.SequenceKv;
 import dev.forkpoint.tensor.GgmlType;
 import dev.forkpoint.tensor.Quantization;
 
@@ -44,8 +45,8 @@ public final class CpuBackend implements Backend {
         return v;
     }
 
-    public KvStore newKvStore(int layers, int kvDim, int capacity) {
-        return new CpuKvStore(layers, kvDim, capacity);
+    public KvStore newKvStore(SequenceKv sequence) {
+        return new CpuKvStore(sequence);
     }
 
     public Ops ops() { return ops; }

@@ -1,65 +1,49 @@
 package dev.forkpoint.backend.cpu;
 
 import dev.forkpoint.backend.KvStore;
+import dev.forkpoint.kvcache.KvElementType;
+import dev.forkpoint.kvcache.KvKind;
+import dev.forkpoint.kvcache.SequenceKv;
+
+import java.lang.foreign.MemorySegment;
 
 /**
- * Keys and values in pages of {@link #PAGE_TOKENS} positions per layer, allocated as positions are first written,
- * so a store sized for a long context costs memory only for what it holds. Page layout: [position][kvDim] floats.
+ * A {@link KvStore} over one kv-cache {@link SequenceKv}: steps map to the sequence's begin/commit/rollback, the
+ * attention op writes the step's entries through the sequence (bounds-checked) and reads pages as off-heap slabs of
+ * {@code pageTokens × kvDim} elements (layout: see {@code dev.forkpoint.kvcache.PagePool}).
  */
 final class CpuKvStore implements KvStore {
-    static final int PAGE_TOKENS = 256;
+    private final SequenceKv sequence;
 
-    private final int layers;
-    private final int kvDim;
-    private final int capacity;
-    private final float[][][] keys;   // [layer][page] → PAGE_TOKENS × kvDim
-    private final float[][][] values;
-    private int length;
-
-    CpuKvStore(int layers, int kvDim, int capacity) {
-        if (layers <= 0 || kvDim <= 0 || capacity <= 0) {
-            throw new IllegalArgumentException("kv store needs positive sizes: layers=" + layers + " kvDim=" + kvDim + " capacity=" + capacity);
-        }
-        this.layers = layers;
-        this.kvDim = kvDim;
-        this.capacity = capacity;
-        int pages = (capacity + PAGE_TOKENS - 1) / PAGE_TOKENS;
-        keys = new float[layers][pages][];
-        values = new float[layers][pages][];
+    CpuKvStore(SequenceKv sequence) {
+        if (sequence == null) throw new IllegalArgumentException("kv store: sequence is missing");
+        this.sequence = sequence;
     }
 
-    public int layers() { return layers; }
-    public int kvDim() { return kvDim; }
-    public int capacity() { return capacity; }
-    public int length() { return length; }
+    SequenceKv sequence() { return sequence; }
 
-    public void setLength(int length) {
-        if (length < 0 || length > capacity) {
-            throw new IndexOutOfBoundsException("kv length " + length + " outside [0, " + capacity + "]");
-        }
-        this.length = length;
-    }
+    public int layers() { return sequence.layout().layers(); }
+    public int kvDim() { return sequence.layout().kvDim(); }
+    public int length() { return sequence.length(); }
+    public int pending() { return sequence.pending(); }
+    public void begin(int n) { sequence.begin(n); }
+    public void commit() { sequence.commit(); }
+    public void rollback() { sequence.rollback(); }
 
-    /** Copies one position's key and value (kvDim floats each, from k[kOff…], v[vOff…]) into the store. */
+    int pageTokens() { return sequence.layout().pageTokens(); }
+
+    KvElementType elementType() { return sequence.layout().elementType(); }
+
+    /** Writes one position's key and value (kvDim floats each, from k[kOff…], v[vOff…]); only inside the open step. */
     void write(int layer, int position, float[] k, int kOff, float[] v, int vOff) {
-        if (position < 0 || position >= capacity) {
-            throw new IndexOutOfBoundsException("kv position " + position + " outside the store's capacity " + capacity);
-        }
-        int page = position / PAGE_TOKENS;
-        int at = (position % PAGE_TOKENS) * kvDim;
-        System.arraycopy(k, kOff, keyPage(layer, page), at, kvDim);
-        System.arraycopy(v, vOff, valuePage(layer, page), at, kvDim);
+        sequence.write(position, layer, KvKind.KEY, k, kOff);
+        sequence.write(position, layer, KvKind.VALUE, v, vOff);
     }
 
-    float[] keyPage(int layer, int page) {
-        float[] p = keys[layer][page];
-        if (p == null) p = keys[layer][page] = new float[PAGE_TOKENS * kvDim];
-        return p;
-    }
-
-    float[] valuePage(int layer, int page) {
-        float[] p = values[layer][page];
-        if (p == null) p = values[layer][page] = new float[PAGE_TOKENS * kvDim];
-        return p;
+    /** The slabs of table pages [0, pages) for (layer, kind). */
+    MemorySegment[] slabs(int layer, KvKind kind, int pages) {
+        MemorySegment[] out = new MemorySegment[pages];
+        for (int i = 0; i < pages; i++) out[i] = sequence.pageSlab(i, layer, kind);
+        return out;
     }
 }

@@ -5,13 +5,20 @@ import dev.forkpoint.backend.KvStore;
 import dev.forkpoint.backend.Ops;
 import dev.forkpoint.backend.Rope;
 import dev.forkpoint.backend.Weight;
+import dev.forkpoint.kvcache.KvElementType;
+import dev.forkpoint.kvcache.KvKind;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+
 /** The ops on the CPU: eager, float32 activations, parallel over rows, tokens or heads with the worker pool. */
 final class CpuOps implements Ops {
     private static final VectorSpecies<Float> S = FloatVector.SPECIES_PREFERRED;
+    private static final ByteOrder NATIVE = ByteOrder.nativeOrder();
 
     private final WorkerPool pool;
 
@@ -122,73 +129,121 @@ final class CpuOps implements Ops {
     public Activation attention(Activation q, Activation k, Activation v, KvStore kv, int layer, int startPos,
                                 int heads, int kvHeads, int headDim) {
         CpuActivation qa = cpu(q), ka = cpu(k), va = cpu(v);
-        CpuKvStore store = (CpuKvStore) kv;
+        if (!(kv instanceof CpuKvStore store)) {
+            throw new IllegalArgumentException("the cpu attention needs a cpu kv store, got " + (kv == null ? "none" : kv.getClass().getName()));
+        }
         int tokens = qa.tokens();
         int kvDim = kvHeads * headDim;
-        if (qa.width() != heads * headDim || ka.width() != kvDim || va.width() != kvDim || store.kvDim() != kvDim) {
-            throw new IllegalArgumentException("attention shapes disagree: q " + qa.width() + ", k " + ka.width() + ", v " + va.width()
-                    + ", store " + store.kvDim() + " for " + heads + "/" + kvHeads + " heads of " + headDim);
+        if (qa.width() != heads * headDim || ka.width() != kvDim || va.width() != kvDim || store.kvDim() != kvDim
+                || ka.tokens() != tokens || va.tokens() != tokens) {
+            throw new IllegalArgumentException("attention shapes disagree: q " + qa.tokens() + "×" + qa.width() + ", k " + ka.tokens() + "×" + ka.width()
+                    + ", v " + va.tokens() + "×" + va.width() + ", store " + store.kvDim() + " for " + heads + "/" + kvHeads + " heads of " + headDim);
         }
-        if (startPos < 0 || startPos + tokens > store.capacity()) {
-            throw new IndexOutOfBoundsException("positions " + startPos + "…" + (startPos + tokens - 1) + " exceed the kv capacity " + store.capacity());
+        if (layer < 0 || layer >= store.layers()) throw new IndexOutOfBoundsException("layer " + layer + " outside [0, " + store.layers() + ")");
+        if (startPos != store.length() || tokens != store.pending()) {
+            throw new IllegalStateException("attention at positions " + startPos + "…" + (startPos + tokens - 1)
+                    + " but the open kv step is [" + store.length() + ", " + (store.length() + store.pending()) + ")");
         }
         for (int t = 0; t < tokens; t++) store.write(layer, startPos + t, ka.data(), t * kvDim, va.data(), t * kvDim);
+        int len = startPos + tokens;
+        int pageTokens = store.pageTokens();
+        int pages = (len + pageTokens - 1) / pageTokens;
+        MemorySegment[] keys = store.slabs(layer, KvKind.KEY, pages);
+        MemorySegment[] values = store.slabs(layer, KvKind.VALUE, pages);
+        boolean f16 = store.elementType() == KvElementType.F16;
         float[] out = new float[tokens * heads * headDim];
         int group = heads / kvHeads;
         float scale = (float) (1.0 / Math.sqrt(headDim));
         pool.runRanges(tokens * heads, pool.threads() * 4, (from, to) -> {
-            float[] scores = new float[startPos + tokens];
+            float[] scores = new float[len];
             for (int task = from; task < to; task++) {
                 int t = task / heads, h = task % heads;
-                attendOne(qa.data(), (t * heads + h) * headDim, store, layer, (h / group) * headDim, startPos + t + 1,
-                        headDim, scale, scores, out, (t * heads + h) * headDim);
+                int off = (t * heads + h) * headDim;
+                if (f16) {
+                    attendOneF16(qa.data(), off, keys, values, pageTokens, kvDim, (h / group) * headDim, startPos + t + 1,
+                            headDim, scale, scores, out, off);
+                } else {
+                    attendOne(qa.data(), off, keys, values, pageTokens, kvDim, (h / group) * headDim, startPos + t + 1,
+                            headDim, scale, scores, out, off);
+                }
             }
         });
         return new CpuActivation(out, tokens, heads * headDim);
     }
 
-    /** Softmax(q·Kᵀ·scale) · V over positions [0, len) for one query head. */
-    private static void attendOne(float[] q, int qOff, CpuKvStore store, int layer, int headOff, int len, int headDim,
-                                  float scale, float[] scores, float[] out, int outOff) {
-        int kvDim = store.kvDim();
+    /**
+     * Softmax(q·Kᵀ·scale) · V over positions [0, len) for one query head, reading F32 pages: position p is row
+     * {@code p % pageTokens} (of kvDim floats) of slab {@code p / pageTokens}; the head's part starts at headOff.
+     */
+    private static void attendOne(float[] q, int qOff, MemorySegment[] keys, MemorySegment[] values, int pageTokens,
+                                  int kvDim, int headOff, int len, int headDim, float scale, float[] scores, float[] out, int outOff) {
+        long rowBytes = (long) kvDim * Float.BYTES;
+        long headBytes = (long) headOff * Float.BYTES;
         float max = Float.NEGATIVE_INFINITY;
         for (int p = 0; p < len; p++) {
-            float[] page = store.keyPage(layer, p / CpuKvStore.PAGE_TOKENS);
-            float s = dot(q, qOff, page, (p % CpuKvStore.PAGE_TOKENS) * kvDim + headOff, headDim) * scale;
+            float s = dot(q, qOff, keys[p / pageTokens], (p % pageTokens) * rowBytes + headBytes, headDim) * scale;
             scores[p] = s;
             if (s > max) max = s;
         }
+        float inv = 1 / softmaxNumerators(scores, len, max);
+        for (int p = 0; p < len; p++) {
+            axpy(scores[p] * inv, values[p / pageTokens], (p % pageTokens) * rowBytes + headBytes, out, outOff, headDim);
+        }
+    }
+
+    /** {@link #attendOne} over F16 pages (IEEE binary16 elements, converted one by one). */
+    private static void attendOneF16(float[] q, int qOff, MemorySegment[] keys, MemorySegment[] values, int pageTokens,
+                                     int kvDim, int headOff, int len, int headDim, float scale, float[] scores, float[] out, int outOff) {
+        long rowBytes = (long) kvDim * Short.BYTES;
+        long headBytes = (long) headOff * Short.BYTES;
+        float max = Float.NEGATIVE_INFINITY;
+        for (int p = 0; p < len; p++) {
+            MemorySegment slab = keys[p / pageTokens];
+            long base = (p % pageTokens) * rowBytes + headBytes;
+            float s = 0;
+            for (int i = 0; i < headDim; i++) s += q[qOff + i] * Float.float16ToFloat(slab.get(ValueLayout.JAVA_SHORT, base + 2L * i));
+            s *= scale;
+            scores[p] = s;
+            if (s > max) max = s;
+        }
+        float inv = 1 / softmaxNumerators(scores, len, max);
+        for (int p = 0; p < len; p++) {
+            MemorySegment slab = values[p / pageTokens];
+            long base = (p % pageTokens) * rowBytes + headBytes;
+            float a = scores[p] * inv;
+            for (int i = 0; i < headDim; i++) out[outOff + i] += a * Float.float16ToFloat(slab.get(ValueLayout.JAVA_SHORT, base + 2L * i));
+        }
+    }
+
+    /** Replaces scores[0, len) by exp(score − max) and returns their sum. */
+    private static float softmaxNumerators(float[] scores, int len, float max) {
         float sum = 0;
         for (int p = 0; p < len; p++) {
             float e = (float) Math.exp(scores[p] - max);
             scores[p] = e;
             sum += e;
         }
-        float inv = 1 / sum;
-        for (int p = 0; p < len; p++) {
-            float[] page = store.valuePage(layer, p / CpuKvStore.PAGE_TOKENS);
-            axpy(scores[p] * inv, page, (p % CpuKvStore.PAGE_TOKENS) * kvDim + headOff, out, outOff, headDim);
-        }
+        return sum;
     }
 
-    private static float dot(float[] a, int aOff, float[] b, int bOff, int n) {
+    private static float dot(float[] a, int aOff, MemorySegment b, long bOff, int n) {
         int i = 0;
         FloatVector acc = FloatVector.zero(S);
         for (int bound = S.loopBound(n); i < bound; i += S.length()) {
-            acc = FloatVector.fromArray(S, a, aOff + i).fma(FloatVector.fromArray(S, b, bOff + i), acc);
+            acc = FloatVector.fromArray(S, a, aOff + i).fma(FloatVector.fromMemorySegment(S, b, bOff + (long) i * Float.BYTES, NATIVE), acc);
         }
         float s = acc.reduceLanes(VectorOperators.ADD);
-        for (; i < n; i++) s += a[aOff + i] * b[bOff + i];
+        for (; i < n; i++) s += a[aOff + i] * b.get(ValueLayout.JAVA_FLOAT, bOff + (long) i * Float.BYTES);
         return s;
     }
 
-    private static void axpy(float alpha, float[] x, int xOff, float[] y, int yOff, int n) {
+    private static void axpy(float alpha, MemorySegment x, long xOff, float[] y, int yOff, int n) {
         int i = 0;
         FloatVector a = FloatVector.broadcast(S, alpha);
         for (int bound = S.loopBound(n); i < bound; i += S.length()) {
-            FloatVector.fromArray(S, x, xOff + i).fma(a, FloatVector.fromArray(S, y, yOff + i)).intoArray(y, yOff + i);
+            FloatVector.fromMemorySegment(S, x, xOff + (long) i * Float.BYTES, NATIVE).fma(a, FloatVector.fromArray(S, y, yOff + i)).intoArray(y, yOff + i);
         }
-        for (; i < n; i++) y[yOff + i] += alpha * x[xOff + i];
+        for (; i < n; i++) y[yOff + i] += alpha * x.get(ValueLayout.JAVA_FLOAT, xOff + (long) i * Float.BYTES);
     }
 
     public Activation swiglu(Activation gate, Activation up) {

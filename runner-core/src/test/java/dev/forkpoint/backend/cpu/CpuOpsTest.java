@@ -1,6 +1,10 @@
 package dev.forkpoint.backend.cpu;
 
 import dev.forkpoint.backend.Rope;
+import dev.forkpoint.kvcache.KvElementType;
+import dev.forkpoint.kvcache.KvLayout;
+import dev.forkpoint.kvcache.PagePool;
+import dev.forkpoint.kvcache.SequenceKv;
 import dev.forkpoint.tensor.GgmlType;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
@@ -64,15 +68,22 @@ class CpuOpsTest {
         int heads = 4, kvHeads = 2, headDim = 16, kvDim = kvHeads * headDim;
         int past = 300, tokens = 5, len = past + tokens;   // crosses a KV page boundary
         float[] allK = random(r, len * kvDim), allV = random(r, len * kvDim);
-        CpuKvStore kv = new CpuKvStore(2, kvDim, 1024);
+        for (KvElementType type : KvElementType.values()) {
+        try (PagePool pagePool = new PagePool(KvLayout.of(2, kvDim, type), 1 << 20); SequenceKv seq = pagePool.newSequence()) {
+        CpuKvStore kv = new CpuKvStore(seq);
+        kv.begin(past);
         for (int p = 0; p < past; p++) kv.write(1, p, allK, p * kvDim, allV, p * kvDim);
-        kv.setLength(past);
+        kv.commit();
+        kv.begin(tokens);
         float[] q = random(r, tokens * heads * headDim);
         float[] newK = java.util.Arrays.copyOfRange(allK, past * kvDim, len * kvDim);
         float[] newV = java.util.Arrays.copyOfRange(allV, past * kvDim, len * kvDim);
         float[] got = ((CpuActivation) OPS.attention(new CpuActivation(q, tokens, heads * headDim),
                 new CpuActivation(newK, tokens, kvDim), new CpuActivation(newV, tokens, kvDim), kv, 1, past,
                 heads, kvHeads, headDim)).data();
+        kv.commit();
+        assertEquals(len, kv.length());
+        double tolerance = type == KvElementType.F32 ? 1e-5 : 2e-3;   // F16 rounds K and V to 11 significant bits
         for (int t = 0; t < tokens; t++) {
             for (int h = 0; h < heads; h++) {
                 int g = h / (heads / kvHeads), visible = past + t + 1;
@@ -87,9 +98,11 @@ class CpuOpsTest {
                 for (int i = 0; i < headDim; i++) {
                     double o = 0;
                     for (int p = 0; p < visible; p++) o += s[p] / sum * allV[p * kvDim + g * headDim + i];
-                    assertEquals(o, got[(t * heads + h) * headDim + i], 1e-5, "t " + t + " head " + h + " dim " + i);
+                    assertEquals(o, got[(t * heads + h) * headDim + i], tolerance, type + " t " + t + " head " + h + " dim " + i);
                 }
             }
+        }
+        }
         }
     }
 
@@ -117,11 +130,25 @@ class CpuOpsTest {
     }
 
     @Test
-    void kvStoreRefusesPositionsBeyondItsCapacity() {
-        CpuKvStore kv = new CpuKvStore(1, 4, 10);
-        IndexOutOfBoundsException e = assertThrows(IndexOutOfBoundsException.class,
-                () -> kv.write(0, 10, new float[4], 0, new float[4], 0));
-        assertEquals("kv position 10 outside the store's capacity 10", e.getMessage());
-        assertThrows(IndexOutOfBoundsException.class, () -> kv.setLength(11));
+    void attentionWritesOnlyInsideTheOpenStepAndRollbackRestoresTheStore() {
+        int kvDim = 4;
+        try (PagePool pagePool = new PagePool(KvLayout.of(1, kvDim, KvElementType.F32), 1 << 16); SequenceKv seq = pagePool.newSequence()) {
+            CpuKvStore kv = new CpuKvStore(seq);
+            CpuActivation one = new CpuActivation(new float[kvDim], 1, kvDim);
+            IllegalStateException noStep = assertThrows(IllegalStateException.class,
+                    () -> OPS.attention(one, one, one, kv, 0, 0, 1, 1, kvDim));
+            assertEquals("attention at positions 0…0 but the open kv step is [0, 0)", noStep.getMessage());
+            kv.begin(1);
+            OPS.attention(one, one, one, kv, 0, 0, 1, 1, kvDim);
+            kv.commit();
+            kv.begin(2);
+            assertThrows(IllegalStateException.class, () -> OPS.attention(one, one, one, kv, 0, 1, 1, 1, kvDim),
+                    "a step of 2 is not written by 1 token");
+            kv.rollback();
+            assertEquals(1, kv.length());
+            assertEquals(0, kv.pending());
+            var e = assertThrows(dev.forkpoint.kvcache.KvBoundsException.class, () -> kv.write(0, 1, new float[4], 0, new float[4], 0));
+            assertEquals("sequence " + seq.id() + ": write at offset 1 with no open step (1 stored positions)", e.getMessage());
+        }
     }
 }

@@ -1,0 +1,41 @@
+package dev.forkpoint.engine;
+
+import dev.forkpoint.InvalidInputException;
+import dev.forkpoint.kvcache.KvElementType;
+
+import java.util.Locale;
+
+/**
+ * How a loaded model holds its KV cache.
+ *
+ * @param kvCacheBytes the KV pool's byte budget ({@code kv_cache_bytes}); 0 = derived from the model: the default
+ *                     num_ctx ({@link LoadedModel#defaultNumCtx()}) for one running sequence plus as much again for
+ *                     one cached sequence, in whole pages. The pool commits memory lazily, in chunks, as pages are
+ *                     first used, so a large budget costs nothing until it is filled.
+ * @param kvType       the element type of stored keys and values: F32 (exact) or F16 (half the memory)
+ */
+public record EngineOptions(long kvCacheBytes, KvElementType kvType) {
+    public EngineOptions {
+        if (kvCacheBytes < 0) throw new InvalidInputException("kv_cache_bytes must be >= 0 (0 = derived from num_ctx), got " + kvCacheBytes);
+        if (kvType == null) kvType = KvElementType.F32;
+    }
+
+    public static EngineOptions defaults() {
+        return new EngineOptions(0, KvElementType.F32);
+    }
+
+    public EngineOptions withKvCacheBytes(long bytes) {
+        return new EngineOptions(bytes, kvType);
+    }
+
+    public EngineOptions withKvType(KvElementType type) {
+        return new EngineOptions(kvCacheBytes, type);
+    }
+
+    /** "f32" or "f16" (any case) as an element type; anything else is refused naming kv_type. */
+    public static KvElementType parseKvType(String name) {
+        String n = name == null ? "" : name.trim().toUpperCase(Locale.ROOT);
+        for (KvElementType t : KvElementType.values()) if (t.name().equals(n)) return t;
+        throw new InvalidInputException("kv_type must be f32 or f16, got '" + name + "'");
+    }
+}
