@@ -36,9 +36,13 @@ class GenerationTest {
 
     @Test
     void numBatchDoesNotChangeGreedyOutput() {
-        GenerationResult reference = run(new GenerationRequest(PROMPT, SamplingOptions.greedy().withNumPredict(40), 0, 512), new StringBuilder());
+        GenerationResult reference = run(new GenerationRequest(PROMPT, SamplingOptions.greedy().withNumPredict(40), 0, 512)
+                .withCacheSalt("num_batch 512"), new StringBuilder());
         for (int batch : new int[] {1, 2, 7}) {
-            GenerationResult r = run(new GenerationRequest(PROMPT, SamplingOptions.greedy().withNumPredict(40), 0, batch), new StringBuilder());
+            // a salt of its own per num_batch, so that the whole prompt is evaluated in chunks of that size
+            GenerationResult r = run(new GenerationRequest(PROMPT, SamplingOptions.greedy().withNumPredict(40), 0, batch)
+                    .withCacheSalt("num_batch " + batch), new StringBuilder());
+            assertEquals(r.promptTokens(), r.evaluatedPromptTokens());
             assertArrayEquals(reference.generatedIds(), r.generatedIds(), "num_batch " + batch);
         }
     }
