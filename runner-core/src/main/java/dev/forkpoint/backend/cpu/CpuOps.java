@@ -180,14 +180,22 @@ final class CpuOps implements Ops {
         long rowBytes = (long) kvDim * Float.BYTES;
         long headBytes = (long) headOff * Float.BYTES;
         float max = Float.NEGATIVE_INFINITY;
-        for (int p = 0; p < len; p++) {
-            float s = dot(q, qOff, keys[p / pageTokens], (p % pageTokens) * rowBytes + headBytes, headDim) * scale;
-            scores[p] = s;
-            if (s > max) max = s;
+        for (int page = 0, p = 0; p < len; page++) {
+            MemorySegment slab = keys[page];
+            long off = headBytes;
+            for (int end = Math.min(len, p + pageTokens); p < end; p++, off += rowBytes) {
+                float s = dot(q, qOff, slab, off, headDim) * scale;
+                scores[p] = s;
+                if (s > max) max = s;
+            }
         }
         float inv = 1 / softmaxNumerators(scores, len, max);
-        for (int p = 0; p < len; p++) {
-            axpy(scores[p] * inv, values[p / pageTokens], (p % pageTokens) * rowBytes + headBytes, out, outOff, headDim);
+        for (int page = 0, p = 0; p < len; page++) {
+            MemorySegment slab = values[page];
+            long off = headBytes;
+            for (int end = Math.min(len, p + pageTokens); p < end; p++, off += rowBytes) {
+                axpy(scores[p] * inv, slab, off, out, outOff, headDim);
+            }
         }
     }
 
