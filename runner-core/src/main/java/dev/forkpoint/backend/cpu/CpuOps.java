@@ -205,21 +205,25 @@ final class CpuOps implements Ops {
         long rowBytes = (long) kvDim * Short.BYTES;
         long headBytes = (long) headOff * Short.BYTES;
         float max = Float.NEGATIVE_INFINITY;
-        for (int p = 0; p < len; p++) {
-            MemorySegment slab = keys[p / pageTokens];
-            long base = (p % pageTokens) * rowBytes + headBytes;
-            float s = 0;
-            for (int i = 0; i < headDim; i++) s += q[qOff + i] * Float.float16ToFloat(slab.get(ValueLayout.JAVA_SHORT, base + 2L * i));
-            s *= scale;
-            scores[p] = s;
-            if (s > max) max = s;
+        for (int page = 0, p = 0; p < len; page++) {
+            MemorySegment slab = keys[page];
+            long off = headBytes;
+            for (int end = Math.min(len, p + pageTokens); p < end; p++, off += rowBytes) {
+                float s = 0;
+                for (int i = 0; i < headDim; i++) s += q[qOff + i] * Float.float16ToFloat(slab.get(ValueLayout.JAVA_SHORT, off + 2L * i));
+                s *= scale;
+                scores[p] = s;
+                if (s > max) max = s;
+            }
         }
         float inv = 1 / softmaxNumerators(scores, len, max);
-        for (int p = 0; p < len; p++) {
-            MemorySegment slab = values[p / pageTokens];
-            long base = (p % pageTokens) * rowBytes + headBytes;
-            float a = scores[p] * inv;
-            for (int i = 0; i < headDim; i++) out[outOff + i] += a * Float.float16ToFloat(slab.get(ValueLayout.JAVA_SHORT, base + 2L * i));
+        for (int page = 0, p = 0; p < len; page++) {
+            MemorySegment slab = values[page];
+            long off = headBytes;
+            for (int end = Math.min(len, p + pageTokens); p < end; p++, off += rowBytes) {
+                float w = scores[p] * inv;
+                for (int i = 0; i < headDim; i++) out[outOff + i] += w * Float.float16ToFloat(slab.get(ValueLayout.JAVA_SHORT, off + 2L * i));
+            }
         }
     }
 
