@@ -80,10 +80,11 @@ public final class LoadedModel implements AutoCloseable {
             backend = new CpuBackend(threads);
             int total = file.tensors().size();
             Architecture arch = spec.load(file, backend, done -> progress.update(done, total));
+            String modelId = modelId(file.path());
             pool = newPool(arch.config(), options);
             progress.update(total, total);
-            return new LoadedModel(file, backend, arch, tokenizer, options, pool, modelId(file.path()));
-        } catch (RuntimeException | Error e) {
+            return new LoadedModel(file, backend, arch, tokenizer, options, pool, modelId);
+        } catch (IOException | RuntimeException | Error e) {
             if (pool != null) pool.close();
             if (backend != null) backend.close();
             file.close();
