@@ -115,9 +115,11 @@ final class Generation {
             throw e;
         } finally {
             finish(namespace, history, sequence, match, boundaries, failure);
-            int evaluated = prompt.length - reused;
-            LOG.log(System.Logger.Level.INFO, String.format(Locale.ROOT, "cache total=%d matched=%d reused=%d prefill=%d chunks=%d",
-                    prompt.length, match.matchedTokens(), reused, evaluated, (evaluated + numBatch - 1) / numBatch));
+            if (LOG.isLoggable(System.Logger.Level.INFO)) {
+                int evaluated = prompt.length - reused;
+                LOG.log(System.Logger.Level.INFO, String.format(Locale.ROOT, "cache total=%d matched=%d reused=%d prefill=%d chunks=%d",
+                        prompt.length, match.matchedTokens(), reused, evaluated, (evaluated + numBatch - 1) / numBatch));
+            }
         }
     }
 
