@@ -12,6 +12,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
 import static dev.forkpoint.backend.cpu.KernelSupport.I16;
+import static dev.forkpoint.backend.cpu.KernelSupport.I64;
 import static dev.forkpoint.backend.cpu.KernelSupport.LE;
 
 /**
@@ -61,11 +62,6 @@ final class Q6KMatrix implements PackedMatrix {
         return (ShortVector) ByteVector.fromMemorySegment(B, w, off, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
     }
 
-    private static IntVector scaled(ShortVector q6, short[] q, int xi, int scale) {
-        ShortVector p = q6.mul(ShortVector.fromArray(S, q, xi));
-        return ((IntVector) p.convertShape(VectorOperators.S2I, I, 0)).mul(scale);
-    }
-
     private float dot(long base, Q8Activations a, int b0) {
         MemorySegment w = data;
         short[] q = a.q();
@@ -78,22 +74,25 @@ final class Q6KMatrix implements PackedMatrix {
             int bi = b0 + b;
             IntVector isum = IntVector.zero(I);
             int corr = 0;
-            for (int n = 0; n < 2; n++) {
-                long ql = o + 64 * n, qh = o + 128 + 32 * n, sc = o + 192 + 8 * n;
-                for (int h = 0; h < 2; h++) {
-                    ShortVector lo = load(w, ql + 16 * h), hi = load(w, ql + 32 + 16 * h), top = load(w, qh + 16 * h);
-                    ShortVector q1 = lo.and((short) 0xf).or(top.and((short) 3).lanewise(VectorOperators.LSHL, 4));
-                    ShortVector q2 = hi.and((short) 0xf).or(top.and((short) 0xc).lanewise(VectorOperators.LSHL, 2));
-                    ShortVector q3 = lo.lanewise(VectorOperators.LSHR, 4).or(top.and((short) 0x30));
-                    ShortVector q4 = hi.lanewise(VectorOperators.LSHR, 4).or(top.and((short) 0xc0).lanewise(VectorOperators.LSHR, 2));
-                    int xi = bi * 256 + 128 * n + 16 * h;
-                    int s1 = w.get(ValueLayout.JAVA_BYTE, sc + h), s2 = w.get(ValueLayout.JAVA_BYTE, sc + 2 + h);
-                    int s3 = w.get(ValueLayout.JAVA_BYTE, sc + 4 + h), s4 = w.get(ValueLayout.JAVA_BYTE, sc + 6 + h);
-                    isum = isum.add(scaled(q1, q, xi, s1)).add(scaled(q2, q, xi + 32, s2))
-                            .add(scaled(q3, q, xi + 64, s3)).add(scaled(q4, q, xi + 96, s4));
-                    int g = bi * 16 + 8 * n + h;
-                    corr += s1 * bs[g] + s2 * bs[g + 2] + s3 * bs[g + 4] + s4 * bs[g + 6];
-                }
+            for (int part = 0; part < 4; part++) {
+                int n = part >> 1, h = part & 1;
+                long ql = o + 64 * n + 16 * h, qh = o + 128 + 32 * n + 16 * h, sc = o + 192 + 8 * n + h;
+                ShortVector lo = (ShortVector) ByteVector.fromMemorySegment(B, w, ql, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
+                ShortVector hi = (ShortVector) ByteVector.fromMemorySegment(B, w, ql + 32, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
+                ShortVector top = (ShortVector) ByteVector.fromMemorySegment(B, w, qh, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
+                int xi = bi * 256 + 128 * n + 16 * h;
+                long s4 = w.get(I64, sc) ; // bytes sc+0 … sc+7: scales at +0, +2, +4, +6 are this part's
+                int c1 = (byte) s4, c2 = (byte) (s4 >>> 16), c3 = (byte) (s4 >>> 32), c4 = (byte) (s4 >>> 48);
+                ShortVector p1 = lo.and((short) 0xf).or(top.and((short) 3).lanewise(VectorOperators.LSHL, 4)).mul(ShortVector.fromArray(S, q, xi));
+                ShortVector p2 = hi.and((short) 0xf).or(top.and((short) 0xc).lanewise(VectorOperators.LSHL, 2)).mul(ShortVector.fromArray(S, q, xi + 32));
+                ShortVector p3 = lo.lanewise(VectorOperators.LSHR, 4).or(top.and((short) 0x30)).mul(ShortVector.fromArray(S, q, xi + 64));
+                ShortVector p4 = hi.lanewise(VectorOperators.LSHR, 4).or(top.and((short) 0xc0).lanewise(VectorOperators.LSHR, 2)).mul(ShortVector.fromArray(S, q, xi + 96));
+                isum = isum.add(((IntVector) p1.convertShape(VectorOperators.S2I, I, 0)).mul(c1))
+                        .add(((IntVector) p2.convertShape(VectorOperators.S2I, I, 0)).mul(c2))
+                        .add(((IntVector) p3.convertShape(VectorOperators.S2I, I, 0)).mul(c3))
+                        .add(((IntVector) p4.convertShape(VectorOperators.S2I, I, 0)).mul(c4));
+                int g = bi * 16 + 8 * n + h;
+                corr += c1 * bs[g] + c2 * bs[g + 2] + c3 * bs[g + 4] + c4 * bs[g + 6];
             }
             float dw = Float.float16ToFloat(w.get(I16, o + 208)) * d[bi];
             acc = ((FloatVector) isum.convert(VectorOperators.I2F, 0)).fma(FloatVector.broadcast(F, dw), acc);
