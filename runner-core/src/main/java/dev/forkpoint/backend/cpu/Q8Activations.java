@@ -78,7 +78,12 @@ record Q8Activations(short[] q, float[] d, short[] sums, int blockSize) {
     /** The activations these quants stand for, q · d, as floats (token-major like the input). */
     float[] dequantized() {
         float[] out = new float[q.length];
-        for (int i = 0; i < q.length; i++) out[i] = q[i] * d[i / blockSize];
+        for (int b = 0; b < q.length / blockSize; b++) {
+            float scale = d[b];
+            for (int i = b * blockSize; i < (b + 1) * blockSize; i += 16) {
+                ((FloatVector) ShortVector.fromArray(S, q, i).convertShape(VectorOperators.S2F, F, 0)).mul(scale).intoArray(out, i);
+            }
+        }
         return out;
     }
 }
