@@ -8,14 +8,14 @@ import java.lang.foreign.ValueLayout;
  * mins (one pair per sub-block of 32), then 128 bytes of nibbles. Each 64-value chunk k uses bytes 32k … 32k+31: the
  * low nibbles are sub-block 2k, the high nibbles sub-block 2k+1. value = d·scale_j·q − dmin·min_j.
  */
-public final class Q4KCodec {
+final class Q4KCodec {
     private Q4KCodec() {}
 
-    public static final int BLOCK = 256;
-    public static final int BYTES = 144;
+    static final int BLOCK = 256;
+    static final int BYTES = 144;
 
     /** Scale (in the low 8 bits) and min (next 8 bits) of sub-block j from the 12 packed bytes at {@code off}. */
-    public static int scaleMin(MemorySegment seg, long off, int j) {
+    static int scaleMin(MemorySegment seg, long off, int j) {
         int sc, m;
         if (j < 4) {
             sc = u8(seg, off + j) & 63;

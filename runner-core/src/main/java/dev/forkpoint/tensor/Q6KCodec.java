@@ -9,11 +9,11 @@ import java.lang.foreign.ValueLayout;
  * take their low bits from ql[64n + l] (i = 0, 1: low nibble of ql[64n + l + 32i]; i = 2, 3: high nibble of
  * ql[64n + l + 32(i−2)]) and their high bits from bits 2i, 2i+1 of qh[32n + l]; value = d · scale · (q − 32).
  */
-public final class Q6KCodec {
+final class Q6KCodec {
     private Q6KCodec() {}
 
-    public static final int BLOCK = 256;
-    public static final int BYTES = 210;
+    static final int BLOCK = 256;
+    static final int BYTES = 210;
 
     static void dequantize(MemorySegment src, long srcOff, float[] dst, int dstOff, int count) {
         for (int b = 0; b < count / BLOCK; b++) {

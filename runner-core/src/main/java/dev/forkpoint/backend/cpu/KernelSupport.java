@@ -13,6 +13,16 @@ final class KernelSupport {
     static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     static final ByteOrder LE = ByteOrder.LITTLE_ENDIAN;
 
+    /**
+     * f16 bits (as an unsigned index) → float, for the per-block scales of the integer kernels: one load instead of
+     * a conversion in the inner loop.
+     */
+    static final float[] HALF_TO_FLOAT = new float[65536];
+
+    static {
+        for (int i = 0; i < HALF_TO_FLOAT.length; i++) HALF_TO_FLOAT[i] = Float.float16ToFloat((short) i);
+    }
+
     /** Below this many tokens a multiply runs the decode (matrix–vector) kernel once per token. */
     static final int PREFILL_MIN_TOKENS = 4;
 

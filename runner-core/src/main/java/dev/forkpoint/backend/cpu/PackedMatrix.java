@@ -1,5 +1,6 @@
 package dev.forkpoint.backend.cpu;
 
+import dev.forkpoint.InvalidInputException;
 import dev.forkpoint.format.gguf.GgufTensor;
 import dev.forkpoint.tensor.GgmlType;
 
@@ -23,8 +24,8 @@ public interface PackedMatrix {
 
     /**
      * The matrix view of a GGUF tensor: shape[0] is cols, the product of the other dimensions rows. The matrix reads
-     * the tensor's mapped bytes in place. Throws {@link UnsupportedOperationException} naming the tensor for a type
-     * the kernels cannot compute with, and {@link IllegalArgumentException} when the data does not fit the shape.
+     * the tensor's mapped bytes in place. Throws {@link InvalidInputException} naming the tensor for a type the
+     * kernels cannot compute with (listing the supported ones) and when the data does not fit the shape.
      */
     static PackedMatrix of(GgufTensor t) {
         int rows = t.rows(), cols = t.rowLength();
@@ -37,11 +38,11 @@ public interface PackedMatrix {
                 case Q4_0 -> new Q4_0Matrix(t.data(), rows, cols);
                 case Q4_K -> new Q4KMatrix(t.data(), rows, cols);
                 case Q6_K -> new Q6KMatrix(t.data(), rows, cols);
-                default -> throw new UnsupportedOperationException("tensor " + t.name() + " has type " + t.type()
+                default -> throw new InvalidInputException("tensor " + t.name() + " has type " + t.type()
                         + ", which the CPU kernels do not support; supported tensor types: " + GgmlType.supportedNames());
             };
         } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("tensor " + t.name() + " " + t.shapeString() + ": " + e.getMessage(), e);
+            throw new InvalidInputException("tensor " + t.name() + " " + t.shapeString() + ": " + e.getMessage(), e);
         }
     }
 }

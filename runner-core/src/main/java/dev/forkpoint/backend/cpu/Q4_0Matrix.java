@@ -60,30 +60,46 @@ final class Q4_0Matrix implements PackedMatrix {
         });
     }
 
+    /**
+     * Σ over the row's blocks of d_w · d_x · Σ (q_w − 8)·q_x, exact in 16-bit lanes (|Σ| ≤ 32·8·127 fits), converted
+     * to float per block; two blocks per iteration into two accumulators, the block body written out in place (a
+     * helper method taking vectors risks not being inlined, which boxes them).
+     */
     private float dot(long base, short[] q, float[] d, short[] c8, int b0) {
         MemorySegment w = data;
+        float[] half = KernelSupport.HALF_TO_FLOAT;
         FloatVector acc0 = FloatVector.zero(F), acc1 = acc0;
         int b = 0;
         for (; b + 1 < blocks; b += 2) {
             long o = base + (long) b * BYTES;
             int bi = b0 + b;
-            acc0 = block(w, o, q, c8, bi, d[bi], acc0);
-            acc1 = block(w, o + BYTES, q, c8, bi + 1, d[bi + 1], acc1);
+            int qi = bi * 32;
+            ShortVector v = (ShortVector) ByteVector.fromMemorySegment(B, w, o + 2, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
+            ShortVector p = v.and((short) 0xf).mul(ShortVector.fromArray(S, q, qi))
+                    .add(v.lanewise(VectorOperators.LSHR, 4).mul(ShortVector.fromArray(S, q, qi + 16)))
+                    .sub(ShortVector.fromArray(S, c8, bi * 16));
+            float s0 = half[w.get(I16, o) & 0xffff] * d[bi];
+            acc0 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, s0), acc0);
+            long o1 = o + BYTES;
+            ShortVector u = (ShortVector) ByteVector.fromMemorySegment(B, w, o1 + 2, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
+            ShortVector p1 = u.and((short) 0xf).mul(ShortVector.fromArray(S, q, qi + 32))
+                    .add(u.lanewise(VectorOperators.LSHR, 4).mul(ShortVector.fromArray(S, q, qi + 48)))
+                    .sub(ShortVector.fromArray(S, c8, bi * 16 + 16));
+            float s1 = half[w.get(I16, o1) & 0xffff] * d[bi + 1];
+            acc1 = ((FloatVector) p1.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, s1), acc1);
         }
-        if (b < blocks) acc0 = block(w, base + (long) b * BYTES, q, c8, b0 + b, d[b0 + b], acc0);
+        if (b < blocks) {
+            long o = base + (long) b * BYTES;
+            int bi = b0 + b;
+            int qi = bi * 32;
+            ShortVector v = (ShortVector) ByteVector.fromMemorySegment(B, w, o + 2, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
+            ShortVector p = v.and((short) 0xf).mul(ShortVector.fromArray(S, q, qi))
+                    .add(v.lanewise(VectorOperators.LSHR, 4).mul(ShortVector.fromArray(S, q, qi + 16)))
+                    .sub(ShortVector.fromArray(S, c8, bi * 16));
+            float s0 = half[w.get(I16, o) & 0xffff] * d[bi];
+            acc0 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, s0), acc0);
+        }
         return acc0.add(acc1).reduceLanes(VectorOperators.ADD);
-    }
-
-    private static FloatVector block(MemorySegment w, long o, short[] q, short[] c8, int bi, float dx, FloatVector acc) {
-        ShortVector v = (ShortVector) ByteVector.fromMemorySegment(B, w, o + 2, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
-        ShortVector lo = v.and((short) 0xf);
-        ShortVector hi = v.lanewise(VectorOperators.LSHR, 4);
-        int qi = bi * 32;
-        ShortVector p = lo.mul(ShortVector.fromArray(S, q, qi)).add(hi.mul(ShortVector.fromArray(S, q, qi + 16)))
-                .sub(ShortVector.fromArray(S, c8, bi * 16));
-        FloatVector f = (FloatVector) p.convertShape(VectorOperators.S2F, F, 0);
-        float scale = Float.float16ToFloat(w.get(I16, o)) * dx;
-        return f.fma(FloatVector.broadcast(F, scale), acc);
     }
 
     public void dequantizeRow(int row, float[] dst, int dstOff) {

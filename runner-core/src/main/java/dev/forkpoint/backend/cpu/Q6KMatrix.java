@@ -9,9 +9,9 @@ import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 
 import static dev.forkpoint.backend.cpu.KernelSupport.I16;
+import static dev.forkpoint.backend.cpu.KernelSupport.I64;
 import static dev.forkpoint.backend.cpu.KernelSupport.LE;
 
 /**
@@ -57,15 +57,6 @@ final class Q6KMatrix implements PackedMatrix {
         });
     }
 
-    private static ShortVector load(MemorySegment w, long off) {
-        return (ShortVector) ByteVector.fromMemorySegment(B, w, off, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
-    }
-
-    private static IntVector scaled(ShortVector q6, short[] q, int xi, int scale) {
-        ShortVector p = q6.mul(ShortVector.fromArray(S, q, xi));
-        return ((IntVector) p.convertShape(VectorOperators.S2I, I, 0)).mul(scale);
-    }
-
     private float dot(long base, Q8Activations a, int b0) {
         MemorySegment w = data;
         short[] q = a.q();
@@ -78,22 +69,25 @@ final class Q6KMatrix implements PackedMatrix {
             int bi = b0 + b;
             IntVector isum = IntVector.zero(I);
             int corr = 0;
-            for (int n = 0; n < 2; n++) {
-                long ql = o + 64 * n, qh = o + 128 + 32 * n, sc = o + 192 + 8 * n;
-                for (int h = 0; h < 2; h++) {
-                    ShortVector lo = load(w, ql + 16 * h), hi = load(w, ql + 32 + 16 * h), top = load(w, qh + 16 * h);
-                    ShortVector q1 = lo.and((short) 0xf).or(top.and((short) 3).lanewise(VectorOperators.LSHL, 4));
-                    ShortVector q2 = hi.and((short) 0xf).or(top.and((short) 0xc).lanewise(VectorOperators.LSHL, 2));
-                    ShortVector q3 = lo.lanewise(VectorOperators.LSHR, 4).or(top.and((short) 0x30));
-                    ShortVector q4 = hi.lanewise(VectorOperators.LSHR, 4).or(top.and((short) 0xc0).lanewise(VectorOperators.LSHR, 2));
-                    int xi = bi * 256 + 128 * n + 16 * h;
-                    int s1 = w.get(ValueLayout.JAVA_BYTE, sc + h), s2 = w.get(ValueLayout.JAVA_BYTE, sc + 2 + h);
-                    int s3 = w.get(ValueLayout.JAVA_BYTE, sc + 4 + h), s4 = w.get(ValueLayout.JAVA_BYTE, sc + 6 + h);
-                    isum = isum.add(scaled(q1, q, xi, s1)).add(scaled(q2, q, xi + 32, s2))
-                            .add(scaled(q3, q, xi + 64, s3)).add(scaled(q4, q, xi + 96, s4));
-                    int g = bi * 16 + 8 * n + h;
-                    corr += s1 * bs[g] + s2 * bs[g + 2] + s3 * bs[g + 4] + s4 * bs[g + 6];
-                }
+            for (int part = 0; part < 4; part++) {
+                int n = part >> 1, h = part & 1;
+                long ql = o + 64 * n + 16 * h, qh = o + 128 + 32 * n + 16 * h, sc = o + 192 + 8 * n + h;
+                ShortVector lo = (ShortVector) ByteVector.fromMemorySegment(B, w, ql, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
+                ShortVector hi = (ShortVector) ByteVector.fromMemorySegment(B, w, ql + 32, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
+                ShortVector top = (ShortVector) ByteVector.fromMemorySegment(B, w, qh, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
+                int xi = bi * 256 + 128 * n + 16 * h;
+                long s4 = w.get(I64, sc) ; // bytes sc+0 … sc+7: scales at +0, +2, +4, +6 are this part's
+                int c1 = (byte) s4, c2 = (byte) (s4 >>> 16), c3 = (byte) (s4 >>> 32), c4 = (byte) (s4 >>> 48);
+                ShortVector p1 = lo.and((short) 0xf).or(top.and((short) 3).lanewise(VectorOperators.LSHL, 4)).mul(ShortVector.fromArray(S, q, xi));
+                ShortVector p2 = hi.and((short) 0xf).or(top.and((short) 0xc).lanewise(VectorOperators.LSHL, 2)).mul(ShortVector.fromArray(S, q, xi + 32));
+                ShortVector p3 = lo.lanewise(VectorOperators.LSHR, 4).or(top.and((short) 0x30)).mul(ShortVector.fromArray(S, q, xi + 64));
+                ShortVector p4 = hi.lanewise(VectorOperators.LSHR, 4).or(top.and((short) 0xc0).lanewise(VectorOperators.LSHR, 2)).mul(ShortVector.fromArray(S, q, xi + 96));
+                isum = isum.add(((IntVector) p1.convertShape(VectorOperators.S2I, I, 0)).mul(c1))
+                        .add(((IntVector) p2.convertShape(VectorOperators.S2I, I, 0)).mul(c2))
+                        .add(((IntVector) p3.convertShape(VectorOperators.S2I, I, 0)).mul(c3))
+                        .add(((IntVector) p4.convertShape(VectorOperators.S2I, I, 0)).mul(c4));
+                int g = bi * 16 + 8 * n + h;
+                corr += c1 * bs[g] + c2 * bs[g + 2] + c3 * bs[g + 4] + c4 * bs[g + 6];
             }
             float dw = Float.float16ToFloat(w.get(I16, o + 208)) * d[bi];
             acc = ((FloatVector) isum.convert(VectorOperators.I2F, 0)).fma(FloatVector.broadcast(F, dw), acc);
@@ -104,30 +98,29 @@ final class Q6KMatrix implements PackedMatrix {
 
     public void dequantizeRow(int row, float[] dst, int dstOff) {
         KernelSupport.checkRow(this, row, dst, dstOff);
+        MemorySegment w = data;
         long base = (long) row * blocks * BYTES;
         for (int b = 0; b < blocks; b++) {
             long o = base + (long) b * BYTES;
-            float d = Float.float16ToFloat(data.get(I16, o + 208));
+            float d = Float.float16ToFloat(w.get(I16, o + 208));
             int t = dstOff + b * 256;
-            for (int n = 0; n < 2; n++) {
-                long ql = o + 64 * n, qh = o + 128 + 32 * n, sc = o + 192 + 8 * n;
-                for (int h = 0; h < 2; h++) {
-                    ShortVector lo = load(data, ql + 16 * h), hi = load(data, ql + 32 + 16 * h), top = load(data, qh + 16 * h);
-                    ShortVector q1 = lo.and((short) 0xf).or(top.and((short) 3).lanewise(VectorOperators.LSHL, 4));
-                    ShortVector q2 = hi.and((short) 0xf).or(top.and((short) 0xc).lanewise(VectorOperators.LSHL, 2));
-                    ShortVector q3 = lo.lanewise(VectorOperators.LSHR, 4).or(top.and((short) 0x30));
-                    ShortVector q4 = hi.lanewise(VectorOperators.LSHR, 4).or(top.and((short) 0xc0).lanewise(VectorOperators.LSHR, 2));
-                    int e = t + 128 * n + 16 * h;
-                    store(q1, d * data.get(ValueLayout.JAVA_BYTE, sc + h), dst, e);
-                    store(q2, d * data.get(ValueLayout.JAVA_BYTE, sc + 2 + h), dst, e + 32);
-                    store(q3, d * data.get(ValueLayout.JAVA_BYTE, sc + 4 + h), dst, e + 64);
-                    store(q4, d * data.get(ValueLayout.JAVA_BYTE, sc + 6 + h), dst, e + 96);
-                }
+            for (int part = 0; part < 4; part++) {
+                int n = part >> 1, h = part & 1;
+                long ql = o + 64 * n + 16 * h, qh = o + 128 + 32 * n + 16 * h, sc = o + 192 + 8 * n + h;
+                ShortVector lo = (ShortVector) ByteVector.fromMemorySegment(B, w, ql, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
+                ShortVector hi = (ShortVector) ByteVector.fromMemorySegment(B, w, ql + 32, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
+                ShortVector top = (ShortVector) ByteVector.fromMemorySegment(B, w, qh, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
+                long s4 = w.get(I64, sc);
+                int e = t + 128 * n + 16 * h;
+                ShortVector q1 = lo.and((short) 0xf).or(top.and((short) 3).lanewise(VectorOperators.LSHL, 4)).sub((short) 32);
+                ShortVector q2 = hi.and((short) 0xf).or(top.and((short) 0xc).lanewise(VectorOperators.LSHL, 2)).sub((short) 32);
+                ShortVector q3 = lo.lanewise(VectorOperators.LSHR, 4).or(top.and((short) 0x30)).sub((short) 32);
+                ShortVector q4 = hi.lanewise(VectorOperators.LSHR, 4).or(top.and((short) 0xc0).lanewise(VectorOperators.LSHR, 2)).sub((short) 32);
+                ((FloatVector) q1.convertShape(VectorOperators.S2F, F, 0)).mul(d * (byte) s4).intoArray(dst, e);
+                ((FloatVector) q2.convertShape(VectorOperators.S2F, F, 0)).mul(d * (byte) (s4 >>> 16)).intoArray(dst, e + 32);
+                ((FloatVector) q3.convertShape(VectorOperators.S2F, F, 0)).mul(d * (byte) (s4 >>> 32)).intoArray(dst, e + 64);
+                ((FloatVector) q4.convertShape(VectorOperators.S2F, F, 0)).mul(d * (byte) (s4 >>> 48)).intoArray(dst, e + 96);
             }
         }
-    }
-
-    private static void store(ShortVector q6, float scale, float[] dst, int off) {
-        ((FloatVector) q6.sub((short) 32).convertShape(VectorOperators.S2F, F, 0)).mul(scale).intoArray(dst, off);
     }
 }

@@ -53,21 +53,22 @@ record Q8Activations(short[] q, float[] d, short[] sums, int blockSize) {
         short[] sums = new short[blocks * 16];
         for (int b = 0; b < blocks; b++) {
             int o = b * 256;
-            float max = 0, amax = 0;
+            FloatVector m = FloatVector.fromArray(F, x, o).abs();
+            for (int j = 16; j < 256; j += 16) m = m.max(FloatVector.fromArray(F, x, o + j).abs());
+            float amax = m.reduceLanes(VectorOperators.MAX);
+            if (amax == 0) continue;
+            float max = 0;
             for (int j = 0; j < 256; j++) {
-                float ax = Math.abs(x[o + j]);
-                if (ax > amax) {
-                    amax = ax;
+                if (Math.abs(x[o + j]) == amax) {
                     max = x[o + j];
+                    break;
                 }
             }
-            if (amax == 0) continue;
             float iscale = -127f / max;
-            for (int j = 0; j < 256; j++) q[o + j] = (short) Math.min(127, (int) Math.rint(iscale * x[o + j]));
-            for (int j = 0; j < 16; j++) {
-                int s = 0;
-                for (int i = 0; i < 16; i++) s += q[o + 16 * j + i];
-                sums[b * 16 + j] = (short) s;
+            for (int j = 0; j < 256; j += 16) {
+                ShortVector v = round(FloatVector.fromArray(F, x, o + j).mul(iscale)).min((short) 127);
+                v.intoArray(q, o + j);
+                sums[b * 16 + j / 16] = v.reduceLanes(VectorOperators.ADD);
             }
             d[b] = 1 / iscale;
         }
@@ -77,7 +78,12 @@ record Q8Activations(short[] q, float[] d, short[] sums, int blockSize) {
     /** The activations these quants stand for, q · d, as floats (token-major like the input). */
     float[] dequantized() {
         float[] out = new float[q.length];
-        for (int i = 0; i < q.length; i++) out[i] = q[i] * d[i / blockSize];
+        for (int b = 0; b < q.length / blockSize; b++) {
+            float scale = d[b];
+            for (int i = b * blockSize; i < (b + 1) * blockSize; i += 16) {
+                ((FloatVector) ShortVector.fromArray(S, q, i).convertShape(VectorOperators.S2F, F, 0)).mul(scale).intoArray(out, i);
+            }
+        }
         return out;
     }
 }

@@ -56,27 +56,41 @@ final class Q8_0Matrix implements PackedMatrix {
         });
     }
 
+    /**
+     * Σ over the row's blocks of d_w · d_x · Σ q_w·q_x: 16-bit products (exact, |q_w·q_x| ≤ 16256, a pair ≤ 32512),
+     * converted to float per block and accumulated lane-wise; two blocks per iteration into two accumulators. The
+     * block body is written out in place: a helper method taking vectors risks not being inlined (vectors boxed).
+     */
     private float dot(long base, short[] q, float[] d, int b0) {
         MemorySegment w = data;
+        float[] half = KernelSupport.HALF_TO_FLOAT;
         FloatVector acc0 = FloatVector.zero(F), acc1 = acc0;
         int b = 0;
         for (; b + 1 < blocks; b += 2) {
             long o = base + (long) b * BYTES;
             int qi = (b0 + b) * 32;
-            acc0 = block(w, o, q, qi, d[b0 + b], acc0);
-            acc1 = block(w, o + BYTES, q, qi + 32, d[b0 + b + 1], acc1);
+            ShortVector w0 = (ShortVector) ByteVector.fromMemorySegment(B, w, o + 2, LE).convertShape(VectorOperators.B2S, S, 0);
+            ShortVector w1 = (ShortVector) ByteVector.fromMemorySegment(B, w, o + 18, LE).convertShape(VectorOperators.B2S, S, 0);
+            ShortVector p = w0.mul(ShortVector.fromArray(S, q, qi)).add(w1.mul(ShortVector.fromArray(S, q, qi + 16)));
+            float s0 = half[w.get(I16, o) & 0xffff] * d[b0 + b];
+            acc0 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, s0), acc0);
+            long o1 = o + BYTES;
+            ShortVector u0 = (ShortVector) ByteVector.fromMemorySegment(B, w, o1 + 2, LE).convertShape(VectorOperators.B2S, S, 0);
+            ShortVector u1 = (ShortVector) ByteVector.fromMemorySegment(B, w, o1 + 18, LE).convertShape(VectorOperators.B2S, S, 0);
+            ShortVector p1 = u0.mul(ShortVector.fromArray(S, q, qi + 32)).add(u1.mul(ShortVector.fromArray(S, q, qi + 48)));
+            float s1 = half[w.get(I16, o1) & 0xffff] * d[b0 + b + 1];
+            acc1 = ((FloatVector) p1.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, s1), acc1);
         }
-        if (b < blocks) acc0 = block(w, base + (long) b * BYTES, q, (b0 + b) * 32, d[b0 + b], acc0);
+        if (b < blocks) {
+            long o = base + (long) b * BYTES;
+            int qi = (b0 + b) * 32;
+            ShortVector w0 = (ShortVector) ByteVector.fromMemorySegment(B, w, o + 2, LE).convertShape(VectorOperators.B2S, S, 0);
+            ShortVector w1 = (ShortVector) ByteVector.fromMemorySegment(B, w, o + 18, LE).convertShape(VectorOperators.B2S, S, 0);
+            ShortVector p = w0.mul(ShortVector.fromArray(S, q, qi)).add(w1.mul(ShortVector.fromArray(S, q, qi + 16)));
+            float s0 = half[w.get(I16, o) & 0xffff] * d[b0 + b];
+            acc0 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, s0), acc0);
+        }
         return acc0.add(acc1).reduceLanes(VectorOperators.ADD);
-    }
-
-    private static FloatVector block(MemorySegment w, long o, short[] q, int qi, float dx, FloatVector acc) {
-        ShortVector w0 = (ShortVector) ByteVector.fromMemorySegment(B, w, o + 2, LE).convertShape(VectorOperators.B2S, S, 0);
-        ShortVector w1 = (ShortVector) ByteVector.fromMemorySegment(B, w, o + 18, LE).convertShape(VectorOperators.B2S, S, 0);
-        ShortVector p = w0.mul(ShortVector.fromArray(S, q, qi)).add(w1.mul(ShortVector.fromArray(S, q, qi + 16)));
-        FloatVector f = (FloatVector) p.convertShape(VectorOperators.S2F, F, 0);
-        float scale = Float.float16ToFloat(w.get(I16, o)) * dx;
-        return f.fma(FloatVector.broadcast(F, scale), acc);
     }
 
     public void dequantizeRow(int row, float[] dst, int dstOff) {

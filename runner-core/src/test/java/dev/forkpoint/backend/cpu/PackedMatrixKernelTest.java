@@ -1,5 +1,6 @@
 package dev.forkpoint.backend.cpu;
 
+import dev.forkpoint.InvalidInputException;
 import dev.forkpoint.format.gguf.GgufTensor;
 import dev.forkpoint.tensor.GgmlType;
 import dev.forkpoint.tensor.Quantization;
@@ -171,7 +172,7 @@ class PackedMatrixKernelTest {
     @Test
     void unsupportedTypeNamesTensorAndSupportedTypes() {
         MemorySegment seg = Arena.ofAuto().allocate(GgmlType.Q5_K.bytesFor(256));
-        var e = assertThrows(UnsupportedOperationException.class,
+        var e = assertThrows(InvalidInputException.class,
                 () -> PackedMatrix.of(new GgufTensor("blk.3.ffn_up.weight", GgmlType.Q5_K, new long[] {256, 1}, 0, seg)));
         assertTrue(e.getMessage().contains("blk.3.ffn_up.weight") && e.getMessage().contains("Q5_K")
                 && e.getMessage().contains(GgmlType.supportedNames()), e.getMessage());
@@ -180,9 +181,10 @@ class PackedMatrixKernelTest {
     @Test
     void badShapesAndBuffersAreRejected() {
         MemorySegment seg = Arena.ofAuto().allocate(GgmlType.Q8_0.bytesFor(64));
-        assertThrows(IllegalArgumentException.class,
-                () -> PackedMatrix.of(new GgufTensor("t", GgmlType.Q8_0, new long[] {48, 1}, 0, seg)));
-        assertThrows(IllegalArgumentException.class,
+        var partial = assertThrows(InvalidInputException.class,
+                () -> PackedMatrix.of(new GgufTensor("t.partial", GgmlType.Q8_0, new long[] {48, 1}, 0, seg)));
+        assertTrue(partial.getMessage().contains("t.partial"), partial.getMessage());
+        assertThrows(InvalidInputException.class,
                 () -> PackedMatrix.of(new GgufTensor("t", GgmlType.Q8_0, new long[] {64, 2}, 0, seg)));
         PackedMatrix m = PackedMatrix.of(new GgufTensor("t", GgmlType.Q8_0, new long[] {64, 1}, 0, seg));
         assertThrows(IllegalArgumentException.class, () -> m.multiply(new float[63], 1, new float[1], pool1));
