@@ -1,6 +1,5 @@
 package dev.forkpoint.bench;
 
-import dev.forkpoint.format.gguf.GgufWriter;
 import dev.forkpoint.format.gguf.MetadataType;
 import dev.forkpoint.format.gguf.MetadataValue;
 import dev.forkpoint.tensor.GgmlType;
@@ -10,11 +9,10 @@ import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -29,9 +27,9 @@ import java.util.concurrent.Future;
  * shape, file type, seed and RoPE-factor choice (not on the thread count): each tensor is cut into fixed row
  * chunks, each seeded by (seed, tensor, chunk).
  *
- * <p>Memory stays bounded whatever the model size: tensors are generated one at a time, chunk by chunk, straight
- * into a memory-mapped sibling data file, which {@link GgufWriter} then copies after the header. Heap use is one
- * chunk buffer per thread; the mapped pages are file-backed page cache, not process memory.
+ * <p>Memory stays bounded whatever the model size: the header is written first ({@link GgufStreamWriter}), then
+ * tensors one at a time, chunk by chunk: each thread fills a float chunk (~1 MB), encodes it into its own off-heap
+ * buffer and writes it at its place in the file. Nothing is memory-mapped.
  */
 final class SyntheticModelWriter {
     /** Target floats per chunk (whole rows, at least one). */
@@ -45,7 +43,6 @@ final class SyntheticModelWriter {
     static final float SPECIAL_ROW_SCALE = 1f / 64;
     private static final ValueLayout.OfFloat F32_LE = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfShort I16_LE = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final long DATA_ALIGNMENT = 64;
 
     /** What was written. */
     record Written(Path path, long bytes, int tensors, long parameters, long nanos) {}
@@ -72,36 +69,19 @@ final class SyntheticModelWriter {
     Written write(Path out) throws IOException {
         long start = System.nanoTime();
         List<TensorPlan> plans = plans();
-        long[] offsets = new long[plans.size()];
-        long total = 0;
-        for (int i = 0; i < plans.size(); i++) {
-            offsets[i] = total;
-            total = alignUp(total + plans.get(i).bytes(), DATA_ALIGNMENT);
-        }
         Path absolute = out.toAbsolutePath();
         if (absolute.getParent() != null) Files.createDirectories(absolute.getParent());
-        Path data = absolute.resolveSibling(absolute.getFileName() + ".data.tmp");
+        List<GgufStreamWriter.TensorInfo> infos = plans.stream()
+                .map(p -> new GgufStreamWriter.TensorInfo(p.name(), p.type(), p.shape())).toList();
+        int maxRow = plans.stream().mapToInt(TensorPlan::rowLength).max().orElse(1);
+        long bufferBytes = 4L * Math.max(maxRow, CHUNK_ELEMENTS);
         ExecutorService pool = Executors.newFixedThreadPool(threads, r -> Thread.ofPlatform().daemon().name("generate").unstarted(r));
-        try (FileChannel ch = FileChannel.open(data, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
-                StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-            for (int i = 0; i < plans.size(); i++) {
-                TensorPlan plan = plans.get(i);
-                try (Arena arena = Arena.ofShared()) {
-                    fill(i, plan, ch.map(FileChannel.MapMode.READ_WRITE, offsets[i], plan.bytes(), arena), pool);
-                }
-            }
-            try (Arena arena = Arena.ofShared()) {
-                MemorySegment all = ch.map(FileChannel.MapMode.READ_ONLY, 0, total, arena);
-                var writer = new GgufWriter().putAll(metadata());
-                for (int i = 0; i < plans.size(); i++) {
-                    TensorPlan p = plans.get(i);
-                    writer.add(new GgufWriter.TensorData(p.name(), p.type(), p.shape(), all.asSlice(offsets[i], p.bytes())));
-                }
-                writer.write(absolute);
-            }
+        try (Arena buffers = Arena.ofShared(); var file = GgufStreamWriter.create(absolute, metadata(), infos)) {
+            ThreadLocal<MemorySegment> buffer = ThreadLocal.withInitial(() -> buffers.allocate(bufferBytes, 64));
+            for (int i = 0; i < plans.size(); i++) fill(i, plans.get(i), file, buffer, pool);
+            file.commit();
         } finally {
             pool.shutdownNow();
-            Files.deleteIfExists(data);
         }
         long params = plans.stream().mapToLong(TensorPlan::elements).sum();
         return new Written(absolute, Files.size(absolute), plans.size(), params, System.nanoTime() - start);
@@ -139,10 +119,14 @@ final class SyntheticModelWriter {
         return m;
     }
 
-    private void fill(int tensorIndex, TensorPlan plan, MemorySegment dst, ExecutorService pool) {
+    /** Generates tensor {@code tensorIndex} chunk by chunk on {@code pool}, each chunk encoded into a per-thread buffer. */
+    private void fill(int tensorIndex, TensorPlan plan, GgufStreamWriter file, ThreadLocal<MemorySegment> buffer,
+                      ExecutorService pool) throws IOException {
         if (plan.role() == TensorRole.ROPE_FREQS) {
             float[] factors = shape.ropeScaling().orElseThrow().factors(shape.headDim(), shape.ropeFreqBase());
-            MemorySegment.copy(factors, 0, dst, F32_LE, 0, factors.length);
+            ByteBuffer bytes = ByteBuffer.allocate(4 * factors.length).order(ByteOrder.LITTLE_ENDIAN);
+            for (float f : factors) bytes.putFloat(f);
+            file.write(tensorIndex, 0, bytes.flip());
             return;
         }
         int rowLength = plan.rowLength();
@@ -157,7 +141,11 @@ final class SyntheticModelWriter {
                 long firstRow = chunk * rowsPerChunk;
                 int n = (int) Math.min(rowsPerChunk, rows - firstRow);
                 float[] values = chunkValues(tensorIndex, chunk, plan, firstRow, n);
-                encode(plan.type(), values, n * rowLength, dst, firstRow * rowBytes);
+                MemorySegment dst = buffer.get();
+                long bytes = n * rowBytes;
+                encode(plan.type(), values, n * rowLength, dst, 0);
+                file.write(tensorIndex, firstRow * rowBytes, dst.asSlice(0, bytes).asByteBuffer());
+                return null;
             }));
         }
         for (Future<?> f : futures) {
@@ -165,10 +153,13 @@ final class SyntheticModelWriter {
                 f.get();
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                throw new IllegalStateException("interrupted while generating " + plan.name(), e);
+                throw new IOException("interrupted while generating " + plan.name(), e);
             } catch (ExecutionException e) {
-                if (e.getCause() instanceof RuntimeException re) throw re;
-                throw new IllegalStateException("generating " + plan.name() + " failed", e.getCause());
+                switch (e.getCause()) {
+                    case RuntimeException re -> throw re;
+                    case IOException io -> throw io;
+                    default -> throw new IllegalStateException("generating " + plan.name() + " failed", e.getCause());
+                }
             }
         }
     }
