@@ -3,41 +3,52 @@ package dev.forkpoint.backend;
 /**
  * Rotary position embedding parameters.
  *
- * @param dims          rotated dimensions per head (usually the head dimension)
- * @param freqBase      θ, {@code rope.freq_base}
- * @param neox          true for the NeoX layout (pairs (i, i + dims/2), used by Qwen), false for the normal
- *                      GPT-J/Llama layout (adjacent pairs (2i, 2i + 1))
- * @param llama3Scaling Llama 3.1+ frequency scaling, or null
+ * @param dims        rotated dimensions per head (usually the head dimension; the rest pass through)
+ * @param freqBase    θ, {@code rope.freq_base}
+ * @param neox        true for the NeoX layout (pairs (i, i + dims/2), Qwen), false for the normal layout
+ *                    (adjacent pairs (2i, 2i + 1), Llama in GGUF)
+ * @param freqFactors per-pair divisors of the inverse frequency (GGUF's {@code rope_freqs.weight}, which is how
+ *                    Llama 3.1+ scaling is stored), or null
  */
-public record Rope(int dims, double freqBase, boolean neox, Llama3Scaling llama3Scaling) {
-
-    /** Llama 3 RoPE scaling: factor, low/high frequency factors and the original training context. */
-    public record Llama3Scaling(double factor, double lowFreqFactor, double highFreqFactor, int originalContext) {}
+public record Rope(int dims, double freqBase, boolean neox, float[] freqFactors) {
 
     public Rope {
         if (dims <= 0 || dims % 2 != 0) throw new IllegalArgumentException("rope dims must be even and positive: " + dims);
         if (!(freqBase > 0)) throw new IllegalArgumentException("rope freq_base must be positive: " + freqBase);
+        if (freqFactors != null && freqFactors.length != dims / 2) {
+            throw new IllegalArgumentException("rope_freqs has " + freqFactors.length + " factors, " + dims / 2 + " needed");
+        }
     }
 
-    /** θ_i for i in [0, dims/2): freqBase^(-2i/dims), with Llama 3 scaling applied. */
+    /** θ_i = freqBase^(−2i/dims) / factor_i for i in [0, dims/2). */
     public double[] inverseFrequencies() {
         double[] inv = new double[dims / 2];
         for (int i = 0; i < inv.length; i++) {
-            double f = 1.0 / Math.pow(freqBase, (2.0 * i) / dims);
-            if (llama3Scaling != null) f = scaleLlama3(llama3Scaling, f);
-            inv[i] = f;
+            inv[i] = Math.pow(freqBase, -(2.0 * i) / dims);
+            if (freqFactors != null) inv[i] /= freqFactors[i];
         }
         return inv;
     }
 
-    /** Applies Llama 3 scaling to one inverse frequency (as Meta's reference implementation defines it). */
-    static double scaleLlama3(Llama3Scaling s, double freq) {
-        double lowFreqWavelen = s.originalContext() / s.lowFreqFactor();
-        double highFreqWavelen = s.originalContext() / s.highFreqFactor();
-        double wavelen = 2 * Math.PI / freq;
-        if (wavelen < highFreqWavelen) return freq;
-        if (wavelen > lowFreqWavelen) return freq / s.factor();
-        double smooth = (s.originalContext() / wavelen - s.lowFreqFactor()) / (s.highFreqFactor() - s.lowFreqFactor());
-        return (1 - smooth) * freq / s.factor() + smooth * freq;
+    /**
+     * The factors Llama 3.1+ scaling implies (for models that carry the parameters instead of {@code rope_freqs}):
+     * 1 for high frequencies, {@code factor} for low ones, smooth in between.
+     */
+    public static float[] llama3Factors(int dims, double freqBase, double factor, double lowFreqFactor,
+                                        double highFreqFactor, int originalContext) {
+        float[] f = new float[dims / 2];
+        double lowWavelen = originalContext / lowFreqFactor;
+        double highWavelen = originalContext / highFreqFactor;
+        for (int i = 0; i < f.length; i++) {
+            double freq = Math.pow(freqBase, -(2.0 * i) / dims);
+            double wavelen = 2 * Math.PI / freq;
+            if (wavelen < highWavelen) f[i] = 1;
+            else if (wavelen > lowWavelen) f[i] = (float) factor;
+            else {
+                double smooth = (originalContext / wavelen - lowFreqFactor) / (highFreqFactor - lowFreqFactor);
+                f[i] = (float) (1 / ((1 - smooth) / factor + smooth));
+            }
+        }
+        return f;
     }
 }

@@ -23,7 +23,7 @@ public final class GgufFile implements AutoCloseable {
     private final int alignment;
     private final long dataOffset;
     private final long fileSize;
-    private final Arena arena;
+    private final Arena arena; // owns the mapping; null when the bytes belong to someone else
 
     GgufFile(Path path, int version, Map<String, MetadataValue> metadata, Map<String, GgufTensor> tensors,
              int alignment, long dataOffset, long fileSize, Arena arena) {
@@ -64,15 +64,17 @@ public final class GgufFile implements AutoCloseable {
     public Optional<MetadataValue> find(String key) { return Optional.ofNullable(metadata.get(key)); }
 
     public String getString(String key) {
-        if (metadata.get(require(key)) instanceof MetadataValue.Str s) return s.value();
-        throw wrongType(key, "a string");
+        MetadataValue v = require(key);
+        if (v instanceof MetadataValue.Str s) return s.value();
+        throw wrongType(key, "a string", v);
     }
 
     public String getString(String key, String fallback) { return has(key) ? getString(key) : fallback; }
 
     public long getLong(String key) {
-        if (metadata.get(require(key)) instanceof MetadataValue.Int i) return i.value();
-        throw wrongType(key, "an integer");
+        MetadataValue v = require(key);
+        if (v instanceof MetadataValue.Int i) return i.value();
+        throw wrongType(key, "an integer", v);
     }
 
     public long getLong(String key, long fallback) { return has(key) ? getLong(key) : fallback; }
@@ -90,34 +92,37 @@ public final class GgufFile implements AutoCloseable {
 
     /** A float value; integers are accepted too. */
     public double getDouble(String key) {
-        return switch (metadata.get(require(key))) {
+        return switch (require(key)) {
             case MetadataValue.Float f -> f.value();
             case MetadataValue.Int i -> i.value();
-            default -> throw wrongType(key, "a number");
+            case MetadataValue v -> throw wrongType(key, "a number", v);
         };
     }
 
     public double getDouble(String key, double fallback) { return has(key) ? getDouble(key) : fallback; }
 
-    public boolean getBool(String key, boolean fallback) {
-        if (!has(key)) return fallback;
-        return switch (metadata.get(key)) {
+    /** A boolean value; integers are accepted too (non-zero is true). */
+    public boolean getBool(String key) {
+        return switch (require(key)) {
             case MetadataValue.Bool b -> b.value();
             case MetadataValue.Int i -> i.value() != 0;
-            default -> throw wrongType(key, "a boolean");
+            case MetadataValue v -> throw wrongType(key, "a boolean", v);
         };
     }
 
+    public boolean getBool(String key, boolean fallback) { return has(key) ? getBool(key) : fallback; }
+
     public MetadataValue.Array getArray(String key) {
-        if (metadata.get(require(key)) instanceof MetadataValue.Array a) return a;
-        throw wrongType(key, "an array");
+        MetadataValue v = require(key);
+        if (v instanceof MetadataValue.Array a) return a;
+        throw wrongType(key, "an array", v);
     }
 
     public String[] getStringArray(String key) {
         MetadataValue.Array a = getArray(key);
         String[] out = new String[a.values().size()];
         for (int i = 0; i < out.length; i++) {
-            if (!(a.values().get(i) instanceof MetadataValue.Str s)) throw wrongType(key + "[" + i + "]", "a string");
+            if (!(a.values().get(i) instanceof MetadataValue.Str s)) throw wrongType(key + "[" + i + "]", "a string", a.values().get(i));
             out[i] = s.value();
         }
         return out;
@@ -130,7 +135,7 @@ public final class GgufFile implements AutoCloseable {
             out[i] = switch (a.values().get(i)) {
                 case MetadataValue.Float f -> (float) f.value();
                 case MetadataValue.Int n -> n.value();
-                default -> throw wrongType(key + "[" + i + "]", "a number");
+                case MetadataValue v -> throw wrongType(key + "[" + i + "]", "a number", v);
             };
         }
         return out;
@@ -140,25 +145,30 @@ public final class GgufFile implements AutoCloseable {
         MetadataValue.Array a = getArray(key);
         int[] out = new int[a.values().size()];
         for (int i = 0; i < out.length; i++) {
-            if (!(a.values().get(i) instanceof MetadataValue.Int n)) throw wrongType(key + "[" + i + "]", "an integer");
+            if (!(a.values().get(i) instanceof MetadataValue.Int n)) throw wrongType(key + "[" + i + "]", "an integer", a.values().get(i));
+            if (n.value() < Integer.MIN_VALUE || n.value() > Integer.MAX_VALUE) {
+                throw new ModelFormatException(path, "metadata " + key + "[" + i + "]", "value " + n.value() + " is out of range");
+            }
             out[i] = (int) n.value();
         }
         return out;
     }
 
-    private String require(String key) {
-        if (!metadata.containsKey(key)) throw new ModelFormatException(path, "metadata " + key, "missing");
-        return key;
+    private MetadataValue require(String key) {
+        MetadataValue v = metadata.get(key);
+        if (v == null) throw new ModelFormatException(path, "metadata " + key, "missing");
+        return v;
     }
 
-    private ModelFormatException wrongType(String key, String expected) {
-        MetadataValue v = metadata.get(key.contains("[") ? key.substring(0, key.indexOf('[')) : key);
-        return new ModelFormatException(path, "metadata " + key, "expected " + expected + ", found "
-                + (v == null ? "nothing" : v.type().name().toLowerCase()));
+    private ModelFormatException wrongType(String key, String expected, MetadataValue found) {
+        String type = found.type().name().toLowerCase();
+        String article = type.startsWith("a") || type.startsWith("i") ? "an " : "a ";
+        return new ModelFormatException(path, "metadata " + key, "expected " + expected + ", found " + article + type
+                + " (" + found.describe() + ")");
     }
 
     @Override
     public void close() {
-        if (arena.scope().isAlive()) arena.close();
+        if (arena != null && arena.scope().isAlive()) arena.close();
     }
 }

@@ -13,13 +13,20 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Comparator;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
- * Parses a GGUF file (versions 2 and 3) from a read-only memory mapping. Every count, length, offset and size is
- * checked against the bytes that remain before it is used, so a hostile file can neither make the reader allocate
- * more than a small multiple of its own size nor read outside the mapping.
+ * Parses a GGUF file (versions 2 and 3, little-endian) from a read-only memory mapping. Every count, length, offset
+ * and size is checked against the bytes that remain before it is used, so a hostile file can neither make the reader
+ * allocate more than a small multiple of its own size nor read outside the mapping; any defect is a
+ * {@link dev.forkpoint.format.ModelFormatException} naming the file, the field and its offset. Beyond the layout it
+ * enforces: non-empty unique keys and tensor names, bools of 0 or 1, arrays nested at most {@link #MAX_NESTING} deep,
+ * a power-of-two {@code general.alignment}, 1..4 positive dimensions with rows of whole blocks, aligned tensor offsets,
+ * and tensor data that lies inside the file without overlapping. Tensor data is never copied: tensors are slices.
  */
 final class GgufReader {
     static final int MAGIC = 0x46554747; // "GGUF" little-endian
@@ -41,17 +48,25 @@ final class GgufReader {
         this.size = file.byteSize();
     }
 
+    /** Maps {@code path} read-only and parses it; the returned file owns the mapping. */
     static GgufFile read(Path path) throws IOException {
         Arena arena = Arena.ofShared();
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
             long size = ch.size();
-            MemorySegment seg = size == 0 ? MemorySegment.NULL.reinterpret(0)
-                    : ch.map(FileChannel.MapMode.READ_ONLY, 0, size, arena);
+            MemorySegment seg = size == 0 ? MemorySegment.NULL : ch.map(FileChannel.MapMode.READ_ONLY, 0, size, arena);
             return new GgufReader(path, seg).parse(arena);
         } catch (RuntimeException | IOException | Error e) {
             arena.close();
             throw e;
         }
+    }
+
+    /**
+     * Parses GGUF bytes already in memory (tests use this to try thousands of corrupted variants quickly);
+     * {@code nameForMessages} names the source in errors. Tensors are slices of {@code bytes}.
+     */
+    static GgufFile parse(Path nameForMessages, MemorySegment bytes) {
+        return new GgufReader(nameForMessages, bytes).parse(null);
     }
 
     private GgufFile parse(Arena arena) {
@@ -71,31 +86,37 @@ final class GgufReader {
         long kvCount = count("metadata_kv_count", 8 + 4 + 1);
 
         Map<String, MetadataValue> metadata = new LinkedHashMap<>();
+        long alignmentAt = -1;
         for (long i = 0; i < kvCount; i++) {
             long keyAt = pos;
             String key = string("metadata key #" + i);
             if (key.isEmpty()) throw fail("metadata key #" + i, keyAt, "empty key");
             long typeAt = pos;
-            MetadataType type = metadataType("metadata " + key + " type", typeAt);
-            MetadataValue value = value("metadata " + key, type, 0);
-            if (metadata.put(key, value) != null) throw fail("metadata " + key, keyAt, "duplicate key");
+            String field = "metadata " + shown(key);
+            MetadataType type = metadataType(field + " type", typeAt);
+            if (key.equals("general.alignment")) alignmentAt = pos;
+            MetadataValue value = value(field, type, 0);
+            if (metadata.put(key, value) != null) throw fail(field, keyAt, "duplicate key");
         }
 
         int alignment = GgufFile.DEFAULT_ALIGNMENT;
         MetadataValue align = metadata.get("general.alignment");
         if (align != null) {
             if (!(align instanceof MetadataValue.Int a) || a.value() <= 0 || a.value() > (1 << 30) || Long.bitCount(a.value()) != 1) {
-                throw fail("metadata general.alignment", -1, "must be a positive power of two, found " + align.describe());
+                throw fail("metadata general.alignment", alignmentAt, "must be a positive power of two, found " + align.describe());
             }
             alignment = (int) a.value();
         }
 
-        record Info(String name, long[] shape, GgmlType type, long offset, long bytes, long at) {}
+        record Info(String name, long[] shape, GgmlType type, long offset, long bytes, long offsetAt) {}
         var infos = new ArrayList<Info>((int) Math.min(tensorCount, 1 << 16));
+        var names = new HashSet<String>();
         for (long i = 0; i < tensorCount; i++) {
             long at = pos;
             String name = string("tensor #" + i + " name");
-            String field = "tensor " + name;
+            if (name.isEmpty()) throw fail("tensor #" + i + " name", at, "empty name");
+            String field = "tensor " + shown(name);
+            if (!names.add(name)) throw fail(field, at, "duplicate tensor name");
             long dimsAt = pos;
             int nDims = u32(field + " n_dims");
             if (nDims < 1 || nDims > MAX_DIMS) throw fail(field + " n_dims", dimsAt, "must be 1.." + MAX_DIMS + ", found " + Integer.toUnsignedString(nDims));
@@ -131,7 +152,7 @@ final class GgufReader {
             } catch (ArithmeticException e) {
                 throw fail(field + " shape", dimsAt, "byte size overflows");
             }
-            infos.add(new Info(name, shape, type, offset, bytes, at));
+            infos.add(new Info(name, shape, type, offset, bytes, offsetAt));
         }
 
         long dataOffset = alignUp(pos, alignment);
@@ -139,19 +160,32 @@ final class GgufReader {
             throw fail("tensor data", pos, "file ends before the tensor data section (size " + size + ")");
         }
         long dataBytes = Math.max(0, size - dataOffset);
-        Map<String, GgufTensor> tensors = new LinkedHashMap<>();
         for (Info info : infos) {
-            if (info.offset > dataBytes || info.bytes > dataBytes - info.offset) {
-                throw fail("tensor " + info.name + " data", dataOffset + info.offset,
-                        info.bytes + " bytes at data offset " + info.offset + " run past the end of the file (" + dataBytes + " data bytes)");
+            if (info.offset > dataBytes) {
+                throw fail("tensor " + shown(info.name) + " offset", info.offsetAt, "data offset " + info.offset
+                        + " is past the end of the file (" + dataBytes + " data bytes)");
             }
-            MemorySegment data = file.asSlice(dataOffset + info.offset, info.bytes);
-            if (tensors.put(info.name, new GgufTensor(info.name, info.type, info.shape, info.offset, data)) != null) {
-                throw fail("tensor " + info.name, info.at, "duplicate tensor name");
+            if (info.bytes > dataBytes - info.offset) {
+                throw fail("tensor " + shown(info.name) + " data", dataOffset + info.offset, info.bytes + " bytes at data offset "
+                        + info.offset + " run past the end of the file (" + dataBytes + " data bytes)");
             }
         }
-        return new GgufFile(path, version, java.util.Collections.unmodifiableMap(metadata),
-                java.util.Collections.unmodifiableMap(tensors), alignment, dataOffset, size, arena);
+        var byOffset = new ArrayList<>(infos);
+        byOffset.sort(Comparator.comparingLong(Info::offset));
+        for (int i = 1; i < byOffset.size(); i++) {
+            Info prev = byOffset.get(i - 1), next = byOffset.get(i);
+            if (prev.offset + prev.bytes > next.offset) {
+                throw fail("tensor " + shown(next.name) + " offset", next.offsetAt, "data at offset " + next.offset
+                        + " overlaps tensor " + shown(prev.name) + " (" + prev.bytes + " bytes at offset " + prev.offset + ")");
+            }
+        }
+        Map<String, GgufTensor> tensors = new LinkedHashMap<>();
+        for (Info info : infos) {
+            MemorySegment data = file.asSlice(dataOffset + info.offset, info.bytes);
+            tensors.put(info.name, new GgufTensor(info.name, info.type, info.shape, info.offset, data));
+        }
+        return new GgufFile(path, version, Collections.unmodifiableMap(metadata),
+                Collections.unmodifiableMap(tensors), alignment, dataOffset, size, arena);
     }
 
     private MetadataValue value(String field, MetadataType type, int depth) {
@@ -175,9 +209,18 @@ final class GgufReader {
             case ARRAY -> {
                 if (depth >= MAX_NESTING) throw fail(field, at, "arrays nested deeper than " + MAX_NESTING);
                 MetadataType elementType = metadataType(field + " element type", pos);
+                long countAt = pos;
                 long n = count(field + " count", elementType.minBytes());
-                var values = new ArrayList<MetadataValue>((int) n);
-                for (long i = 0; i < n; i++) values.add(value(field + "[" + i + "]", elementType, depth + 1));
+                if (n > Integer.MAX_VALUE - 8) throw fail(field + " count", countAt, "array of " + n + " values is too large");
+                var values = new ArrayList<MetadataValue>((int) Math.min(n, 1 << 16));
+                for (long i = 0; i < n; i++) {
+                    values.add(switch (elementType) {
+                        // count() has checked that n fixed-size values fit, so only names of failures are built
+                        case STRING -> new MetadataValue.Str(string(field, i));
+                        case ARRAY -> value(field + "[" + i + "]", elementType, depth + 1);
+                        default -> scalarElement(field, i, elementType);
+                    });
+                }
                 yield new MetadataValue.Array(elementType, values);
             }
         };
@@ -201,13 +244,27 @@ final class GgufReader {
         return n;
     }
 
-    private String string(String field) {
-        long at = pos;
-        long len = u64(field + " length");
-        if (len < 0 || len > size - pos) {
-            throw fail(field, at, "string length " + Long.toUnsignedString(len) + " exceeds the " + (size - pos) + " bytes that remain");
+    /** A fixed-size element of an array whose count has been checked against the bytes that remain. */
+    private MetadataValue scalarElement(String arrayField, long index, MetadataType type) {
+        if (type == MetadataType.BOOL && Byte.toUnsignedInt(file.get(ValueLayout.JAVA_BYTE, pos)) > 1) {
+            return value(arrayField + "[" + index + "]", type, 0); // reports the bad bool
         }
-        if (len > Integer.MAX_VALUE - 16) throw fail(field, at, "string length " + len + " is too large");
+        return value(arrayField, type, 0);
+    }
+
+    private String string(String field) {
+        return string(field, -1);
+    }
+
+    /** A length-prefixed UTF-8 string; {@code index >= 0} names it as element {@code index} of array {@code field}. */
+    private String string(String field, long index) {
+        long at = pos;
+        if (size - pos < 8) need(indexed(field, index) + " length", 8);
+        long len = u64(field);
+        if (len < 0 || len > size - pos) {
+            throw fail(indexed(field, index), at, "string length " + Long.toUnsignedString(len) + " exceeds the " + (size - pos) + " bytes that remain");
+        }
+        if (len > Integer.MAX_VALUE - 16) throw fail(indexed(field, index), at, "string length " + len + " is too large");
         byte[] bytes = file.asSlice(pos, len).toArray(ValueLayout.JAVA_BYTE);
         pos += len;
         return new String(bytes, StandardCharsets.UTF_8);
@@ -243,6 +300,22 @@ final class GgufReader {
         long v = file.get(I64, pos);
         pos += 8;
         return v;
+    }
+
+    /**
+     * A key or tensor name as errors show it: a corrupt length can turn megabytes of other bytes into a "name",
+     * so long names are cut and control characters escaped.
+     */
+    private static String shown(String name) {
+        String s = name.length() <= 120 ? name : name.substring(0, 117) + "...";
+        if (s.chars().noneMatch(Character::isISOControl)) return s;
+        var sb = new StringBuilder();
+        s.chars().forEach(c -> sb.append(Character.isISOControl(c) ? String.format("\\x%02x", c) : String.valueOf((char) c)));
+        return sb.toString();
+    }
+
+    private static String indexed(String field, long index) {
+        return index < 0 ? field : field + "[" + index + "]";
     }
 
     static long alignUp(long v, int alignment) {

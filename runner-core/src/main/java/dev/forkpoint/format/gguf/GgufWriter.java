@@ -13,6 +13,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -35,6 +36,8 @@ public final class GgufWriter {
         }
     }
 
+    private static final long CHUNK = 1 << 30;
+
     private final Map<String, MetadataValue> metadata = new LinkedHashMap<>();
     private final List<TensorData> tensors = new ArrayList<>();
 
@@ -54,36 +57,55 @@ public final class GgufWriter {
     }
 
     public void write(Path target) throws IOException {
-        int alignment = metadata.get("general.alignment") instanceof MetadataValue.Int a ? (int) a.value() : GgufFile.DEFAULT_ALIGNMENT;
+        int alignment = GgufFile.DEFAULT_ALIGNMENT;
+        MetadataValue align = metadata.get("general.alignment");
+        if (align != null) {
+            if (!(align instanceof MetadataValue.Int a) || a.value() <= 0 || a.value() > (1 << 30) || Long.bitCount(a.value()) != 1) {
+                throw new IllegalArgumentException("general.alignment must be a positive power of two, found " + align.describe());
+            }
+            alignment = (int) a.value();
+        }
+        var names = new HashSet<String>();
+        for (TensorData t : tensors) {
+            if (t.name().isEmpty() || !names.add(t.name())) throw new IllegalArgumentException("tensor name '" + t.name() + "' is empty or repeated");
+        }
+        var header = new Buf();
+        header.u32(GgufReader.MAGIC).u32(3).u64(tensors.size()).u64(metadata.size());
+        metadata.forEach((k, v) -> {
+            if (k.isEmpty()) throw new IllegalArgumentException("empty metadata key");
+            header.str(k);
+            header.u32(v.type().id());
+            header.value(v);
+        });
+        long offset = 0;
+        List<Long> offsets = new ArrayList<>();
+        for (TensorData t : tensors) {
+            header.str(t.name()).u32(t.shape().length);
+            for (long d : t.shape()) header.u64(d);
+            header.u32(t.type().id()).u64(offset);
+            offsets.add(offset);
+            offset = GgufReader.alignUp(offset + t.data().byteSize(), alignment);
+        }
+        long dataStart = GgufReader.alignUp(header.size(), alignment);
+        header.pad(dataStart);
+
         Path tmp = target.resolveSibling(target.getFileName() + ".tmp");
         try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING)) {
-            var header = new Buf();
-            header.u32(GgufReader.MAGIC).u32(3).u64(tensors.size()).u64(metadata.size());
-            metadata.forEach((k, v) -> {
-                header.str(k);
-                header.u32(v.type().id());
-                header.value(v);
-            });
-            long offset = 0;
-            List<Long> offsets = new ArrayList<>();
-            for (TensorData t : tensors) {
-                header.str(t.name()).u32(t.shape().length);
-                for (long d : t.shape()) header.u64(d);
-                header.u32(t.type().id()).u64(offset);
-                offsets.add(offset);
-                offset = GgufReader.alignUp(offset + t.data().byteSize(), alignment);
-            }
-            long dataStart = GgufReader.alignUp(header.size(), alignment);
-            header.pad(dataStart);
             writeFully(ch, header.bytes());
             long position = dataStart;
             for (int i = 0; i < tensors.size(); i++) {
                 TensorData t = tensors.get(i);
                 long at = dataStart + offsets.get(i);
                 if (at > position) writeFully(ch, ByteBuffer.allocate((int) (at - position)));
-                writeFully(ch, t.data().asByteBuffer());
+                // in chunks: a ByteBuffer cannot view more than 2 GiB
+                for (long done = 0; done < t.data().byteSize(); done += CHUNK) {
+                    writeFully(ch, t.data().asSlice(done, Math.min(CHUNK, t.data().byteSize() - done)).asByteBuffer());
+                }
                 position = at + t.data().byteSize();
             }
+        } catch (IOException | RuntimeException e) {
+            Files.deleteIfExists(tmp);
+            throw e;
         }
         Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
     }
@@ -121,6 +143,7 @@ public final class GgufWriter {
         void value(MetadataValue v) {
             switch (v) {
                 case MetadataValue.Int i -> {
+                    if (!fits(i)) throw new IllegalArgumentException("value " + i.value() + " does not fit a " + i.type());
                     switch (i.type()) {
                         case UINT8, INT8 -> u8((int) i.value());
                         case UINT16, INT16 -> u16((int) i.value());
@@ -143,6 +166,20 @@ public final class GgufWriter {
                     }
                 }
             }
+        }
+
+        private static boolean fits(MetadataValue.Int i) {
+            long v = i.value();
+            return switch (i.type()) {
+                case UINT8 -> v >= 0 && v <= 0xff;
+                case INT8 -> v >= Byte.MIN_VALUE && v <= Byte.MAX_VALUE;
+                case UINT16 -> v >= 0 && v <= 0xffff;
+                case INT16 -> v >= Short.MIN_VALUE && v <= Short.MAX_VALUE;
+                case UINT32 -> v >= 0 && v <= 0xffff_ffffL;
+                case INT32 -> v >= Integer.MIN_VALUE && v <= Integer.MAX_VALUE;
+                case UINT64, INT64 -> true;
+                default -> false;
+            };
         }
 
         long size() { return b.position(); }

@@ -7,9 +7,18 @@ public sealed interface MetadataValue {
     MetadataType type();
 
     /** Any integer type; UINT64 values above Long.MAX_VALUE are kept as their two's-complement bits. */
-    record Int(MetadataType type, long value) implements MetadataValue {}
+    record Int(MetadataType type, long value) implements MetadataValue {
+        public Int {
+            if (!type.isInteger()) throw new IllegalArgumentException(type + " is not an integer type");
+        }
+    }
 
-    record Float(MetadataType type, double value) implements MetadataValue {}
+    /** FLOAT32 or FLOAT64; a FLOAT32 value is stored as the double it widens to. */
+    record Float(MetadataType type, double value) implements MetadataValue {
+        public Float {
+            if (type != MetadataType.FLOAT32 && type != MetadataType.FLOAT64) throw new IllegalArgumentException(type + " is not a float type");
+        }
+    }
 
     record Bool(boolean value) implements MetadataValue {
         public MetadataType type() { return MetadataType.BOOL; }

@@ -1,0 +1,54 @@
+package dev.forkpoint.backend.cpu;
+
+import dev.forkpoint.backend.Backend;
+import dev.forkpoint.backend.KvStore;
+import dev.forkpoint.backend.Ops;
+import dev.forkpoint.backend.Weight;
+import dev.forkpoint.format.gguf.GgufTensor;
+import dev.forkpoint.tensor.GgmlType;
+import dev.forkpoint.tensor.Quantization;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+
+/** The pure-Java backend: Vector API kernels on a fixed pool of threads, weights read in place from the mapping. */
+public final class CpuBackend implements Backend {
+    private final WorkerPool pool;
+    private final CpuOps ops;
+
+    public CpuBackend(int threads) {
+        this.pool = new WorkerPool(threads);
+        this.ops = new CpuOps(pool);
+    }
+
+    public String name() { return "cpu"; }
+
+    public int threads() { return pool.threads(); }
+
+    public Weight weight(GgufTensor t) {
+        if (t.shape().length == 1) {
+            return new CpuWeight(t.name(), t.type(), 1, t.rowLength(), null, vectorValues(t));
+        }
+        PackedMatrix m = PackedMatrix.of(t);
+        return new CpuWeight(t.name(), t.type(), m.rows(), m.cols(), m, null);
+    }
+
+    private static float[] vectorValues(GgufTensor t) {
+        float[] v = new float[t.rowLength()];
+        if (t.type() == GgmlType.F32) {
+            MemorySegment.copy(t.data(), ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN), 0, v, 0, v.length);
+        } else {
+            Quantization.dequantize(t.type(), t.data(), 0, v, 0, v.length);
+        }
+        return v;
+    }
+
+    public KvStore newKvStore(int layers, int kvDim, int capacity) {
+        return new CpuKvStore(layers, kvDim, capacity);
+    }
+
+    public Ops ops() { return ops; }
+
+    public void close() { pool.close(); }
+}

@@ -1,0 +1,35 @@
+package dev.forkpoint.model;
+
+import dev.forkpoint.format.ModelFormatException;
+import dev.forkpoint.format.gguf.GgufFile;
+import dev.forkpoint.tensor.GgmlType;
+
+import java.util.List;
+import java.util.stream.Collectors;
+
+/** The architectures Forkpoint runs, by GGUF {@code general.architecture} name. */
+public final class Architectures {
+    private static final List<Architecture.Spec> ALL = List.of(new Llama(), new Qwen2(), new Qwen3());
+
+    private Architectures() {}
+
+    public static String supportedNames() {
+        return ALL.stream().map(Architecture.Spec::name).collect(Collectors.joining(", "));
+    }
+
+    /**
+     * The spec for the file's architecture, after checking everything that would otherwise fail later: the
+     * architecture is known and every tensor has a type the kernels support.
+     */
+    public static Architecture.Spec forFile(GgufFile f) {
+        String arch = f.getString("general.architecture");
+        Architecture.Spec spec = ALL.stream().filter(s -> s.name().equals(arch)).findFirst().orElseThrow(() ->
+                new ModelFormatException(f.path(), "metadata general.architecture",
+                        "architecture '" + arch + "' is not supported; supported architectures: " + supportedNames()));
+        f.tensors().stream().filter(t -> !t.type().supported()).findFirst().ifPresent(t -> {
+            throw new ModelFormatException(f.path(), "tensor " + t.name(),
+                    "type " + t.type() + " is not supported; supported tensor types: " + GgmlType.supportedNames());
+        });
+        return spec;
+    }
+}

@@ -1,0 +1,20 @@
+package dev.forkpoint.model;
+
+import dev.forkpoint.backend.Backend;
+import dev.forkpoint.format.gguf.GgufFile;
+
+import java.util.function.IntConsumer;
+
+/**
+ * Llama 2/3, TinyLlama, SmolLM, the tinystories models: the plain {@link Transformer}. GGUF stores Llama's q/k
+ * weights permuted for the normal (adjacent-pair) RoPE layout; Llama 3.1+ frequency scaling arrives as
+ * {@code rope_freqs.weight}; without {@code output.weight} the embeddings are tied.
+ */
+record Llama() implements Architecture.Spec {
+    public String name() { return "llama"; }
+
+    public Architecture load(GgufFile f, Backend backend, IntConsumer tensorLoaded) {
+        ModelConfig config = ModelConfig.fromGguf(f, name(), false);
+        return new Transformer(config, ModelWeights.load(f, backend, config, new ModelWeights.Parts(false, false), tensorLoaded));
+    }
+}

@@ -1,0 +1,61 @@
+package dev.forkpoint.model;
+
+import dev.forkpoint.backend.Backend;
+import dev.forkpoint.backend.Weight;
+import dev.forkpoint.format.ModelFormatException;
+import dev.forkpoint.format.gguf.GgufFile;
+import dev.forkpoint.format.gguf.GgufTensor;
+
+import java.util.function.IntConsumer;
+
+/** The weights of a decoder-only transformer, by llama.cpp's GGUF tensor names, prepared on a backend. */
+record ModelWeights(Weight tokenEmbedding, LayerWeights[] layers, Weight outputNorm, Weight output) {
+
+    /** What an architecture's blocks hold beyond the Llama core. */
+    record Parts(boolean qkvBias, boolean qkNorm) {}
+
+    static ModelWeights load(GgufFile f, Backend b, ModelConfig c, Parts parts, IntConsumer tensorLoaded) {
+        var loader = new Object() {
+            int loaded;
+
+            Weight get(String name, long... shape) {
+                GgufTensor t = f.tensor(name);
+                if (shape.length > 0 && !java.util.Arrays.equals(t.shape(), shape)) {
+                    throw new ModelFormatException(f.path(), "tensor " + name, "shape " + t.shapeString() + ", expected " + java.util.Arrays.toString(shape));
+                }
+                Weight w = b.weight(t);
+                tensorLoaded.accept(++loaded);
+                return w;
+            }
+
+            Weight optional(String name, long... shape) {
+                return f.findTensor(name).isPresent() ? get(name, shape) : null;
+            }
+        };
+        int qDim = c.heads() * c.headDim();
+        int kv = c.kvDim();
+        Weight embd = loader.get("token_embd.weight", c.dim(), c.vocabSize());
+        LayerWeights[] layers = new LayerWeights[c.layers()];
+        for (int i = 0; i < layers.length; i++) {
+            String p = "blk." + i + ".";
+            layers[i] = new LayerWeights(
+                    loader.get(p + "attn_norm.weight", c.dim()),
+                    loader.get(p + "attn_q.weight", c.dim(), qDim),
+                    loader.get(p + "attn_k.weight", c.dim(), kv),
+                    loader.get(p + "attn_v.weight", c.dim(), kv),
+                    loader.get(p + "attn_output.weight", qDim, c.dim()),
+                    parts.qkvBias() ? loader.get(p + "attn_q.bias", qDim) : loader.optional(p + "attn_q.bias", qDim),
+                    parts.qkvBias() ? loader.get(p + "attn_k.bias", kv) : loader.optional(p + "attn_k.bias", kv),
+                    parts.qkvBias() ? loader.get(p + "attn_v.bias", kv) : loader.optional(p + "attn_v.bias", kv),
+                    parts.qkNorm() ? loader.get(p + "attn_q_norm.weight", c.headDim()) : null,
+                    parts.qkNorm() ? loader.get(p + "attn_k_norm.weight", c.headDim()) : null,
+                    loader.get(p + "ffn_norm.weight", c.dim()),
+                    loader.get(p + "ffn_gate.weight", c.dim(), c.ffnDim()),
+                    loader.get(p + "ffn_up.weight", c.dim(), c.ffnDim()),
+                    loader.get(p + "ffn_down.weight", c.ffnDim(), c.dim()));
+        }
+        Weight norm = loader.get("output_norm.weight", c.dim());
+        Weight output = f.findTensor("output.weight").isPresent() ? loader.get("output.weight", c.dim(), c.vocabSize()) : embd;
+        return new ModelWeights(embd, layers, norm, output);
+    }
+}
