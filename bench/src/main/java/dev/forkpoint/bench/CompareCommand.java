@@ -6,6 +6,7 @@ import dev.forkpoint.InvalidInputException;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -123,7 +124,7 @@ final class CompareCommand implements Callable<Integer> {
     }
 
     private Report report(List<BenchEngine> engines, Map<BenchEngine, List<EngineRun>> results,
-                          Map<BenchEngine, Integer> counts, int ctx) throws java.io.IOException {
+                          Map<BenchEngine, Integer> counts, int ctx) throws IOException {
         List<EngineReport> reports = new ArrayList<>();
         for (BenchEngine e : engines) {
             List<EngineRun> rs = results.get(e);
