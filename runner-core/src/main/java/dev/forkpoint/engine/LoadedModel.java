@@ -40,18 +40,12 @@ public final class LoadedModel implements AutoCloseable {
 
     /** Loads a GGUF file on the CPU backend with {@code threads} threads; refuses unsupported architectures and tensor types. */
     public static LoadedModel load(Path gguf, int threads, LoadProgress progress) throws IOException {
-        return load(gguf, threads, progress, Tokenizer::fromGguf);
-    }
-
-    /** As {@link #load(Path, int, LoadProgress)} with the tokenizer built by {@code tokenizerFor} (tests of the graph alone). */
-    static LoadedModel load(Path gguf, int threads, LoadProgress progress,
-                            java.util.function.Function<GgufFile, Tokenizer> tokenizerFor) throws IOException {
         if (threads < 1) throw new dev.forkpoint.InvalidInputException("threads must be at least 1, got " + threads);
         GgufFile file = GgufFile.open(gguf);
         CpuBackend backend = null;
         try {
             Architecture.Spec spec = Architectures.forFile(file);
-            Tokenizer tokenizer = tokenizerFor.apply(file);
+            Tokenizer tokenizer = Tokenizer.fromGguf(file);
             backend = new CpuBackend(threads);
             int total = file.tensors().size();
             Architecture arch = spec.load(file, backend, done -> progress.update(done, total));

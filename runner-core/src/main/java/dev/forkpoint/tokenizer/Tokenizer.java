@@ -3,12 +3,18 @@ package dev.forkpoint.tokenizer;
 import dev.forkpoint.format.gguf.GgufFile;
 
 /**
- * Text ↔ token ids for one vocabulary. Built from GGUF metadata ({@code tokenizer.ggml.*}).
+ * Text ↔ token ids for one vocabulary. Built from GGUF metadata ({@code tokenizer.ggml.*}); encodes as llama.cpp
+ * does for the same file. Immutable and safe to share between threads (a {@link StreamingDecoder} is not).
  */
 public interface Tokenizer {
-    /** Builds the tokenizer the file's {@code tokenizer.ggml.model} names; refuses unknown models with a clear error. */
+    /**
+     * Builds the tokenizer the file's {@code tokenizer.ggml.model} names ("llama" or "gpt2"). The result does not
+     * refer to the file afterwards. Throws {@link dev.forkpoint.format.ModelFormatException} for a missing or unknown
+     * model or inconsistent arrays, {@link dev.forkpoint.InvalidInputException} for an unsupported
+     * {@code tokenizer.ggml.pre}.
+     */
     static Tokenizer fromGguf(GgufFile file) {
-        throw new UnsupportedOperationException("tokenizers are not implemented yet");
+        return TokenizerLoader.load(file);
     }
 
     /** "llama" (SentencePiece BPE) or "gpt2" (byte-level BPE), as in {@code tokenizer.ggml.model}. */
@@ -22,10 +28,18 @@ public interface Tokenizer {
      */
     int[] encode(String text, boolean addSpecial, boolean parseSpecial);
 
-    /** The text of ids; control tokens (BOS, EOS, …) render as nothing. */
+    /**
+     * The text of ids; control tokens (BOS, EOS, …) render as nothing. Where the vocabulary adds a space prefix
+     * (SentencePiece), the first token's leading space (at the start or right after a leading BOS) is dropped, so
+     * {@code decode(encode(text, …, false)) == text} for text the vocabulary can represent.
+     * Invalid UTF-8 becomes U+FFFD. Throws {@link dev.forkpoint.InvalidInputException} for ids outside the vocabulary.
+     */
     String decode(int[] ids);
 
-    /** The bytes token {@code id} contributes to generated text (empty for control tokens). */
+    /**
+     * The bytes token {@code id} contributes to generated text: empty for control, unknown and unused tokens; the
+     * byte itself for {@code <0xNN>} tokens; "▁" as space (llama); GPT-2 byte characters as their bytes (gpt2).
+     */
     byte[] tokenBytes(int id);
 
     /** The token's piece as stored in the vocabulary, for display. */
@@ -36,6 +50,15 @@ public interface Tokenizer {
 
     /** EOS id, or -1. */
     int eosId();
+
+    /** EOT (end of turn) id, or -1. */
+    int eotId();
+
+    /** Whether {@code encode(text, true, …)} puts BOS first. */
+    boolean addsBos();
+
+    /** Whether {@code encode(text, true, …)} puts EOS last. */
+    boolean addsEos();
 
     /** True for ids that end generation: EOS, EOT, EOM and other end-of-generation ids from metadata. */
     boolean isEndOfGeneration(int id);

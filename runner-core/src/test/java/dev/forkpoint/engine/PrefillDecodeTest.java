@@ -25,7 +25,7 @@ class PrefillDecodeTest {
     static void load() throws Exception {
         Path gguf = TestData.shared("models/stories260K.gguf");
         reference = new ObjectMapper().readTree(TestData.shared("reference/stories260K_greedy_once_upon_a_time.json").toFile());
-        model = LoadedModel.load(gguf, 2, LoadProgress.NONE, f -> null);
+        model = LoadedModel.load(gguf, 2, LoadProgress.NONE);
     }
 
     @AfterAll
