@@ -40,7 +40,7 @@ final class CompareCommand implements Callable<Integer> {
     @Option(names = "--gen-tokens", defaultValue = "128", description = "tokens to generate (default: ${DEFAULT-VALUE})")
     int genTokens;
 
-    @Option(names = "--batch", defaultValue = "512", description = "prefill batch size for both engines (default: ${DEFAULT-VALUE})")
+    @Option(names = "--batch", defaultValue = "512", description = "prefill batch size for both engines, at most the context (default: ${DEFAULT-VALUE})")
     int batch;
 
     @Option(names = "--seed", defaultValue = "1", description = "seed of the prompt texts (default: ${DEFAULT-VALUE})")
@@ -75,6 +75,7 @@ final class CompareCommand implements Callable<Integer> {
             throw new InvalidInputException("--runs and --threads must be ≥ 1, --prompt-tokens and --gen-tokens ≥ 2, --batch ≥ 1");
         }
         int ctx = (promptTokens + genTokens + 16 + 255) / 256 * 256;
+        int batch = Math.min(this.batch, ctx);
         int chars = promptTokens - 1; // one token per character, plus BOS
         String warmupPrompt = PromptText.of(chars, seed * 1_000_003L);
         List<String> prompts = new ArrayList<>();
@@ -111,7 +112,7 @@ final class CompareCommand implements Callable<Integer> {
                             r.decodeTokensPerSecond(), r.timingSource());
                 }
             }
-            Report report = report(engines, results, counts, ctx);
+            Report report = report(engines, results, counts, ctx, batch);
             print(report);
             if (json != null) {
                 new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValue(json.toFile(), report);
@@ -124,7 +125,7 @@ final class CompareCommand implements Callable<Integer> {
     }
 
     private Report report(List<BenchEngine> engines, Map<BenchEngine, List<EngineRun>> results,
-                          Map<BenchEngine, Integer> counts, int ctx) throws IOException {
+                          Map<BenchEngine, Integer> counts, int ctx, int batch) throws IOException {
         List<EngineReport> reports = new ArrayList<>();
         for (BenchEngine e : engines) {
             List<EngineRun> rs = results.get(e);

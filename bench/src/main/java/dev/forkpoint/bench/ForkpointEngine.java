@@ -29,8 +29,8 @@ final class ForkpointEngine implements BenchEngine {
             LoadedModel model = LoadedModel.load(gguf, threads, LoadProgress.NONE);
             return new ForkpointEngine(model, ResidentMemory.selfKb(), numCtx, numBatch);
         } catch (UnsupportedOperationException e) {
-            throw new InvalidInputException("Forkpoint's engine is not available in this build (" + e.getMessage()
-                    + "); run with --llamacpp-only", e);
+            throw new InvalidInputException("Forkpoint cannot run " + gguf + " in this build: " + e.getMessage()
+                    + " (--llamacpp-only measures llama.cpp alone)", e);
         }
     }
 
