@@ -12,6 +12,9 @@ sealed interface BenchEngine extends AutoCloseable permits ForkpointEngine, Llam
     /** Resident memory of the process holding the model, right after loading, in kB (-1 if unknown). */
     long residentKbAfterLoad();
 
+    /** Resident memory of that process now, in kB (-1 if unknown). */
+    long residentKbNow() throws IOException;
+
     /** A greedy completion of {@code prompt}: up to {@code maxTokens} tokens, end-of-generation ignored where possible. */
     EngineRun run(String prompt, int maxTokens) throws IOException;
 

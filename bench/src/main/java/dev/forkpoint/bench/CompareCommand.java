@@ -59,7 +59,7 @@ final class CompareCommand implements Callable<Integer> {
     boolean llamacppLog;
 
     /** One engine's results. */
-    record EngineReport(String engine, long residentKbAfterLoad, int promptTokens, int promptTokensWithoutBos,
+    record EngineReport(String engine, long residentKbAfterLoad, long residentKbAfterRuns, int promptTokens, int promptTokensWithoutBos,
                         Summary prefillTokensPerSecond, Summary decodeTokensPerSecond, List<EngineRun> runs) {}
 
     /** The whole comparison, as written to --json. */
@@ -129,7 +129,7 @@ final class CompareCommand implements Callable<Integer> {
         List<EngineReport> reports = new ArrayList<>();
         for (BenchEngine e : engines) {
             List<EngineRun> rs = results.get(e);
-            reports.add(new EngineReport(e.name(), e.residentKbAfterLoad(), rs.getFirst().promptTokens(), counts.get(e),
+            reports.add(new EngineReport(e.name(), e.residentKbAfterLoad(), e.residentKbNow(), rs.getFirst().promptTokens(), counts.get(e),
                     Summary.of(rs.stream().mapToDouble(EngineRun::prefillTokensPerSecond).toArray()),
                     Summary.of(rs.stream().mapToDouble(EngineRun::decodeTokensPerSecond).toArray()), rs));
         }
@@ -157,10 +157,10 @@ final class CompareCommand implements Callable<Integer> {
                     : "WARNING: prompt token counts differ between the engines; the comparison is not like for like");
         }
         System.out.printf(Locale.ROOT, "%n%-12s %-30s %-30s %s%n", "engine", "prefill tok/s median (min–max)",
-                "decode tok/s median (min–max)", "resident after load");
+                "decode tok/s median (min–max)", "resident after load / after runs");
         for (EngineReport e : r.engines()) {
             System.out.printf(Locale.ROOT, "%-12s %-30s %-30s %s%n", e.engine(), cell(e.prefillTokensPerSecond()),
-                    cell(e.decodeTokensPerSecond()), gb(e.residentKbAfterLoad()));
+                    cell(e.decodeTokensPerSecond()), gb(e.residentKbAfterLoad()) + " / " + gb(e.residentKbAfterRuns()));
         }
         if (r.prefillRatio() != null) {
             System.out.printf(Locale.ROOT, "%-12s %-30s %-30s%n", "ratio F/L", String.format(Locale.ROOT, "%.2f", r.prefillRatio()),

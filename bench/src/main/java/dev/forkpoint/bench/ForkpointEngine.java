@@ -46,6 +46,9 @@ final class ForkpointEngine implements BenchEngine {
     public long residentKbAfterLoad() { return residentKb; }
 
     @Override
+    public long residentKbNow() { return ResidentMemory.selfKb(); }
+
+    @Override
     public EngineRun run(String prompt, int maxTokens) {
         var request = new GenerationRequest(prompt, SamplingOptions.greedy().withNumPredict(maxTokens), numCtx, numBatch);
         long start = System.nanoTime();

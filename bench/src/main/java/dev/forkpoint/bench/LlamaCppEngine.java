@@ -55,6 +55,12 @@ final class LlamaCppEngine implements BenchEngine {
     public long residentKbAfterLoad() { return residentKb; }
 
     @Override
+    public long residentKbNow() throws IOException {
+        send("rss");
+        return Long.parseLong(await("rss").trim());
+    }
+
+    @Override
     public int countTokens(String text) throws IOException {
         send("tokenize " + oneLine(text));
         return Integer.parseInt(await("tokens").trim());

@@ -12,7 +12,7 @@ import java.nio.charset.StandardCharsets;
 /**
  * The child process that runs llama.cpp (de.kherud:llama) for {@link LlamaCppEngine}, so that its memory, native
  * threads and log output stay apart from Forkpoint's. Arguments: model threads ctx batch. Commands on stdin, one per
- * line: {@code tokenize TEXT}, {@code run MAX_TOKENS TEXT}, {@code quit}. Replies on stdout start with
+ * line: {@code tokenize TEXT}, {@code run MAX_TOKENS TEXT}, {@code rss}, {@code quit}. Replies on stdout start with
  * {@link #REPLY}; anything else on stdout is the library's own chatter. llama.cpp logs (timings included) go to stderr.
  */
 public final class LlamaCppWorker {
@@ -40,6 +40,8 @@ public final class LlamaCppWorker {
                     String rest = line.substring("run ".length());
                     int space = rest.indexOf(' ');
                     run(model, Integer.parseInt(rest.substring(0, space)), rest.substring(space + 1));
+                } else if (line.equals("rss")) {
+                    reply("rss " + ResidentMemory.selfKb());
                 } else if (line.equals("quit")) {
                     break;
                 } else {
