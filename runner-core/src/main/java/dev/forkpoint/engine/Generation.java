@@ -25,14 +25,15 @@ final class Generation {
     }
 
     GenerationResult run() {
-        SamplingOptions options = request.sampling();
+        SamplingOptions options = request.sampling().validate();
         Tokenizer tokenizer = model.tokenizer();
         int modelContext = model.config().contextLength();
         int numCtx = request.numCtx() == 0 ? modelContext : request.numCtx();
         if (numCtx < 1 || numCtx > modelContext) {
             throw new InvalidInputException("num_ctx must be in [1, " + modelContext + "] (the model's context length), got " + request.numCtx());
         }
-        if (request.numBatch() < 1 || request.numBatch() > numCtx) {
+        int numBatch = request.numBatchFor(numCtx);
+        if (numBatch < 1 || numBatch > numCtx) {
             throw new InvalidInputException("num_batch must be in [1, num_ctx=" + numCtx + "], got " + request.numBatch());
         }
         int[] prompt = tokenizer.encode(request.prompt(), true, true);
@@ -50,7 +51,7 @@ final class Generation {
 
         long t0 = System.nanoTime();
         KvStore kv = model.newKvStore(numCtx);
-        float[] logits = model.prefill(prompt, kv, request.numBatch());
+        float[] logits = model.prefill(prompt, kv, numBatch);
         long t1 = System.nanoTime();
 
         Sampler sampler = new Sampler(options, logits.length);
@@ -80,6 +81,7 @@ final class Generation {
         if (!stops.stopped()) {
             emit(stops.accept(decoder.flush()), text);
             if (!stops.stopped()) emit(stops.flush(), text);
+            if (stops.stopped()) doneReason = "stop";
         }
         long t2 = System.nanoTime();
         int[] ids = java.util.Arrays.copyOfRange(history, prompt.length, historyLength);

@@ -9,9 +9,9 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 
-/** An F32 weight matrix read from the mapped file. */
+/** An F32 weight matrix read from the mapped file; FMA dot products, {@link FloatGemm} for prefill. */
 final class F32Matrix implements PackedMatrix {
-    private static final VectorSpecies<Float> S = FloatVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Float> S = FloatVector.SPECIES_512;
     private static final ValueLayout.OfFloat F = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     private final MemorySegment data;
@@ -19,6 +19,7 @@ final class F32Matrix implements PackedMatrix {
     private final int cols;
 
     F32Matrix(MemorySegment data, int rows, int cols) {
+        KernelSupport.checkShape("F32", data, rows, cols, 1, 4);
         this.data = data;
         this.rows = rows;
         this.cols = cols;
@@ -29,7 +30,12 @@ final class F32Matrix implements PackedMatrix {
     public int cols() { return cols; }
 
     public void multiply(float[] x, int n, float[] out, WorkerPool pool) {
-        pool.runRanges(rows, pool.threads() * 4, (from, to) -> {
+        KernelSupport.checkMultiply(this, x, n, out);
+        if (n >= KernelSupport.PREFILL_MIN_TOKENS) {
+            FloatGemm.multiply(this, x, n, out, pool);
+            return;
+        }
+        pool.runRanges(rows, KernelSupport.parts(pool), 8, (from, to) -> {
             for (int r = from; r < to; r++) {
                 long base = (long) r * cols * 4;
                 for (int t = 0; t < n; t++) out[t * rows + r] = dot(base, x, t * cols);
@@ -38,19 +44,22 @@ final class F32Matrix implements PackedMatrix {
     }
 
     private float dot(long base, float[] x, int xOff) {
-        FloatVector acc = FloatVector.zero(S);
+        FloatVector acc0 = FloatVector.zero(S), acc1 = acc0;
         int c = 0;
-        int bound = S.loopBound(cols);
-        for (; c < bound; c += S.length()) {
-            FloatVector w = FloatVector.fromMemorySegment(S, data, base + c * 4L, ByteOrder.LITTLE_ENDIAN);
-            acc = w.fma(FloatVector.fromArray(S, x, xOff + c), acc);
+        for (; c + 32 <= cols; c += 32) {
+            acc0 = FloatVector.fromMemorySegment(S, data, base + c * 4L, ByteOrder.LITTLE_ENDIAN).fma(FloatVector.fromArray(S, x, xOff + c), acc0);
+            acc1 = FloatVector.fromMemorySegment(S, data, base + c * 4L + 64, ByteOrder.LITTLE_ENDIAN).fma(FloatVector.fromArray(S, x, xOff + c + 16), acc1);
         }
-        float sum = acc.reduceLanes(VectorOperators.ADD);
-        for (; c < cols; c++) sum += data.get(F, base + c * 4L) * x[xOff + c];
+        for (; c + 16 <= cols; c += 16) {
+            acc0 = FloatVector.fromMemorySegment(S, data, base + c * 4L, ByteOrder.LITTLE_ENDIAN).fma(FloatVector.fromArray(S, x, xOff + c), acc0);
+        }
+        float sum = acc0.add(acc1).reduceLanes(VectorOperators.ADD);
+        for (; c < cols; c++) sum = Math.fma(data.get(F, base + c * 4L), x[xOff + c], sum);
         return sum;
     }
 
     public void dequantizeRow(int row, float[] dst, int dstOff) {
+        KernelSupport.checkRow(this, row, dst, dstOff);
         MemorySegment.copy(data, F, (long) row * cols * 4, dst, dstOff, cols);
     }
 }

@@ -1,5 +1,6 @@
 package dev.forkpoint.backend.cpu;
 
+import dev.forkpoint.InvalidInputException;
 import dev.forkpoint.format.gguf.GgufTensor;
 import dev.forkpoint.tensor.GgmlType;
 
@@ -21,12 +22,27 @@ public interface PackedMatrix {
     /** Writes the {@code cols} values of row {@code row} as floats to dst[dstOff …]. */
     void dequantizeRow(int row, float[] dst, int dstOff);
 
-    /** The matrix view of a GGUF tensor: shape[0] is cols, the product of the other dimensions rows. */
+    /**
+     * The matrix view of a GGUF tensor: shape[0] is cols, the product of the other dimensions rows. The matrix reads
+     * the tensor's mapped bytes in place. Throws {@link InvalidInputException} naming the tensor for a type the
+     * kernels cannot compute with (listing the supported ones) and when the data does not fit the shape.
+     */
     static PackedMatrix of(GgufTensor t) {
-        return switch (t.type()) {
-            case F32 -> new F32Matrix(t.data(), t.rows(), t.rowLength());
-            default -> throw new UnsupportedOperationException("tensor " + t.name() + " has type " + t.type()
-                    + "; supported tensor types: " + GgmlType.supportedNames());
-        };
+        int rows = t.rows(), cols = t.rowLength();
+        try {
+            return switch (t.type()) {
+                case F32 -> new F32Matrix(t.data(), rows, cols);
+                case F16 -> new F16Matrix(t.data(), rows, cols);
+                case BF16 -> new BF16Matrix(t.data(), rows, cols);
+                case Q8_0 -> new Q8_0Matrix(t.data(), rows, cols);
+                case Q4_0 -> new Q4_0Matrix(t.data(), rows, cols);
+                case Q4_K -> new Q4KMatrix(t.data(), rows, cols);
+                case Q6_K -> new Q6KMatrix(t.data(), rows, cols);
+                default -> throw new InvalidInputException("tensor " + t.name() + " has type " + t.type()
+                        + ", which the CPU kernels do not support; supported tensor types: " + GgmlType.supportedNames());
+            };
+        } catch (IllegalArgumentException e) {
+            throw new InvalidInputException("tensor " + t.name() + " " + t.shapeString() + ": " + e.getMessage(), e);
+        }
     }
 }

@@ -1,0 +1,77 @@
+package dev.forkpoint.kvcache;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * A test engine that drives the cache the way the real one will: match, (stateful: restore the checkpoint and
+ * truncate), evaluate the rest of the prompt in chunks writing oracle KV, decode a reply (its last token is sampled
+ * but not evaluated), insert everything committed with the checkpoints it captured, close. Its "model" is the KV
+ * oracle plus, when stateful, the toy recurrent state, which it can only obtain by folding tokens from a checkpoint.
+ */
+final class ToyEngine {
+    record Result(int promptTokens, int matched, int resumedAt, int evaluated, long stateAtPromptEnd, int[] committed) {}
+
+    private final RadixCache cache;
+    private final boolean stateful;
+    private final int chunk;
+
+    ToyEngine(RadixCache cache, boolean stateful, int chunk) {
+        this.cache = cache;
+        this.stateful = stateful;
+        this.chunk = chunk;
+    }
+
+    Result run(CacheNamespace ns, int[] prompt, int[] reply, int... messageBoundaries) {
+        CacheMatch m = cache.match(ns, prompt);
+        try (SequenceKv seq = m.sequence()) {
+            String bad = KvOracle.mismatch(seq, prompt, m.matchedTokens());
+            if (bad != null) throw new AssertionError("restored KV differs: " + bad);
+            int resume = m.matchedTokens();
+            long state = KvOracle.state(prompt, 0);
+            List<CheckpointAt> captured = new ArrayList<>();
+            int[] capture = new int[0];
+            if (stateful) {
+                resume = m.statefulResumeOffset();
+                if (m.checkpoint().isPresent()) state = KvOracle.stateOf(m.checkpoint().get().checkpoint());
+                if (state != KvOracle.state(prompt, resume)) throw new AssertionError("checkpoint at " + resume + " is not the state of this prompt");
+                seq.truncate(resume);
+                capture = m.checkpointOffsets(messageBoundaries);
+            }
+            int[] all = Arrays.copyOf(prompt, prompt.length + Math.max(0, reply.length - 1));
+            System.arraycopy(reply, 0, all, prompt.length, Math.max(0, reply.length - 1));
+            int pos = resume;
+            while (pos < prompt.length) {
+                int end = Math.min(pos + chunk, prompt.length);
+                for (int c : capture) if (c > pos && c < end) { end = c; break; }
+                state = step(seq, all, pos, end, state);
+                pos = end;
+                if (contains(capture, pos)) captured.add(new CheckpointAt(pos, bytes(state)));
+            }
+            long promptState = state;
+            while (pos < all.length) state = step(seq, all, pos, ++pos, state);
+            if (stateful && all.length > prompt.length) captured.add(new CheckpointAt(all.length, bytes(state)));
+            cache.insert(ns, all, seq, captured);
+            return new Result(prompt.length, m.matchedTokens(), resume, prompt.length - resume, promptState, all);
+        }
+    }
+
+    private static long step(SequenceKv seq, int[] tokens, int from, int to, long state) {
+        seq.begin(to - from);
+        KvOracle.writeAll(seq, tokens, from, to);
+        seq.commit();
+        for (int i = from; i < to; i++) state = KvOracle.mix(state ^ (tokens[i] * 0x9E3779B97F4A7C15L));
+        return state;
+    }
+
+    private static Checkpoint bytes(long state) {
+        return new BytesCheckpoint(ByteBuffer.allocate(8).putLong(state).array());
+    }
+
+    private static boolean contains(int[] a, int x) {
+        for (int v : a) if (v == x) return true;
+        return false;
+    }
+}

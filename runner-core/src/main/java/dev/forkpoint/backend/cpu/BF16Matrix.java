@@ -1,0 +1,78 @@
+package dev.forkpoint.backend.cpu;
+
+import dev.forkpoint.tensor.GgmlType;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.ShortVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
+
+import java.lang.foreign.MemorySegment;
+
+import static dev.forkpoint.backend.cpu.KernelSupport.I16;
+import static dev.forkpoint.backend.cpu.KernelSupport.LE;
+
+/** A BF16 weight matrix read in place; float activations, FMA dot products. */
+final class BF16Matrix implements PackedMatrix {
+    private static final VectorSpecies<Short> S = ShortVector.SPECIES_256;
+    private static final VectorSpecies<Integer> I = IntVector.SPECIES_512;
+    private static final VectorSpecies<Float> F = FloatVector.SPECIES_512;
+
+    private final MemorySegment data;
+    private final int rows;
+    private final int cols;
+
+    BF16Matrix(MemorySegment data, int rows, int cols) {
+        KernelSupport.checkShape("BF16", data, rows, cols, 1, 2);
+        this.data = data;
+        this.rows = rows;
+        this.cols = cols;
+    }
+
+    public GgmlType type() { return GgmlType.BF16; }
+    public int rows() { return rows; }
+    public int cols() { return cols; }
+
+    private static FloatVector load(MemorySegment w, long off) {
+        return ((IntVector) ShortVector.fromMemorySegment(S, w, off, LE).convertShape(VectorOperators.ZERO_EXTEND_S2I, I, 0))
+                .lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+    }
+
+    private static float scalar(MemorySegment w, long off) {
+        return Float.intBitsToFloat((w.get(I16, off) & 0xffff) << 16);
+    }
+
+    public void multiply(float[] x, int n, float[] out, WorkerPool pool) {
+        KernelSupport.checkMultiply(this, x, n, out);
+        if (n >= KernelSupport.PREFILL_MIN_TOKENS) {
+            FloatGemm.multiply(this, x, n, out, pool);
+            return;
+        }
+        pool.runRanges(rows, KernelSupport.parts(pool), 8, (from, to) -> {
+            for (int r = from; r < to; r++) {
+                for (int t = 0; t < n; t++) out[t * rows + r] = dot((long) r * cols * 2, x, t * cols);
+            }
+        });
+    }
+
+    private float dot(long base, float[] x, int xOff) {
+        FloatVector acc0 = FloatVector.zero(F), acc1 = acc0;
+        int c = 0;
+        for (; c + 32 <= cols; c += 32) {
+            acc0 = load(data, base + 2L * c).fma(FloatVector.fromArray(F, x, xOff + c), acc0);
+            acc1 = load(data, base + 2L * c + 32).fma(FloatVector.fromArray(F, x, xOff + c + 16), acc1);
+        }
+        for (; c + 16 <= cols; c += 16) acc0 = load(data, base + 2L * c).fma(FloatVector.fromArray(F, x, xOff + c), acc0);
+        float sum = acc0.add(acc1).reduceLanes(VectorOperators.ADD);
+        for (; c < cols; c++) sum = Math.fma(scalar(data, base + 2L * c), x[xOff + c], sum);
+        return sum;
+    }
+
+    public void dequantizeRow(int row, float[] dst, int dstOff) {
+        KernelSupport.checkRow(this, row, dst, dstOff);
+        long base = (long) row * cols * 2;
+        int c = 0;
+        for (; c + 16 <= cols; c += 16) load(data, base + 2L * c).intoArray(dst, dstOff + c);
+        for (; c < cols; c++) dst[dstOff + c] = scalar(data, base + 2L * c);
+    }
+}

@@ -1,0 +1,87 @@
+package dev.forkpoint.backend.cpu;
+
+import dev.forkpoint.tensor.GgmlType;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.ShortVector;
+import jdk.incubator.vector.VectorMask;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
+
+import java.lang.foreign.MemorySegment;
+
+import static dev.forkpoint.backend.cpu.KernelSupport.I16;
+import static dev.forkpoint.backend.cpu.KernelSupport.LE;
+
+/** An F16 weight matrix read in place; float activations, FMA dot products. */
+final class F16Matrix implements PackedMatrix {
+    private static final VectorSpecies<Short> S = ShortVector.SPECIES_256;
+    private static final VectorSpecies<Integer> I = IntVector.SPECIES_512;
+    private static final VectorSpecies<Float> F = FloatVector.SPECIES_512;
+    private static final float TWO_POW_112 = 0x1p112f;
+
+    private final MemorySegment data;
+    private final int rows;
+    private final int cols;
+
+    F16Matrix(MemorySegment data, int rows, int cols) {
+        KernelSupport.checkShape("F16", data, rows, cols, 1, 2);
+        this.data = data;
+        this.rows = rows;
+        this.cols = cols;
+    }
+
+    public GgmlType type() { return GgmlType.F16; }
+    public int rows() { return rows; }
+    public int cols() { return cols; }
+
+    /** IEEE half → float for 16 lanes: exponent rebias by a multiply (exact for normals and subnormals), Inf/NaN by mask. */
+    static FloatVector toFloat(ShortVector h) {
+        IntVector v = (IntVector) h.convertShape(VectorOperators.ZERO_EXTEND_S2I, I, 0);
+        IntVector em = v.and(0x7fff);
+        IntVector sign = v.and(0x8000).lanewise(VectorOperators.LSHL, 16);
+        FloatVector mag = em.lanewise(VectorOperators.LSHL, 13).reinterpretAsFloats().mul(TWO_POW_112);
+        VectorMask<Integer> special = em.compare(VectorOperators.GE, 0x7c00);
+        IntVector bits = mag.reinterpretAsInts();
+        if (special.anyTrue()) {
+            bits = bits.blend(em.lanewise(VectorOperators.LSHL, 13).or(0x7f800000), special);
+        }
+        return bits.or(sign).reinterpretAsFloats();
+    }
+
+    public void multiply(float[] x, int n, float[] out, WorkerPool pool) {
+        KernelSupport.checkMultiply(this, x, n, out);
+        if (n >= KernelSupport.PREFILL_MIN_TOKENS) {
+            FloatGemm.multiply(this, x, n, out, pool);
+            return;
+        }
+        pool.runRanges(rows, KernelSupport.parts(pool), 8, (from, to) -> {
+            for (int r = from; r < to; r++) {
+                for (int t = 0; t < n; t++) out[t * rows + r] = dot((long) r * cols * 2, x, t * cols);
+            }
+        });
+    }
+
+    private float dot(long base, float[] x, int xOff) {
+        FloatVector acc0 = FloatVector.zero(F), acc1 = acc0;
+        int c = 0;
+        for (; c + 32 <= cols; c += 32) {
+            acc0 = toFloat(ShortVector.fromMemorySegment(S, data, base + 2L * c, LE)).fma(FloatVector.fromArray(F, x, xOff + c), acc0);
+            acc1 = toFloat(ShortVector.fromMemorySegment(S, data, base + 2L * c + 32, LE)).fma(FloatVector.fromArray(F, x, xOff + c + 16), acc1);
+        }
+        for (; c + 16 <= cols; c += 16) {
+            acc0 = toFloat(ShortVector.fromMemorySegment(S, data, base + 2L * c, LE)).fma(FloatVector.fromArray(F, x, xOff + c), acc0);
+        }
+        float sum = acc0.add(acc1).reduceLanes(VectorOperators.ADD);
+        for (; c < cols; c++) sum = Math.fma(Float.float16ToFloat(data.get(I16, base + 2L * c)), x[xOff + c], sum);
+        return sum;
+    }
+
+    public void dequantizeRow(int row, float[] dst, int dstOff) {
+        KernelSupport.checkRow(this, row, dst, dstOff);
+        long base = (long) row * cols * 2;
+        int c = 0;
+        for (; c + 16 <= cols; c += 16) toFloat(ShortVector.fromMemorySegment(S, data, base + 2L * c, LE)).intoArray(dst, dstOff + c);
+        for (; c < cols; c++) dst[dstOff + c] = Float.float16ToFloat(data.get(I16, base + 2L * c));
+    }
+}

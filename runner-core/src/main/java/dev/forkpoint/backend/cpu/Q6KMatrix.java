@@ -1,0 +1,126 @@
+package dev.forkpoint.backend.cpu;
+
+import dev.forkpoint.tensor.GgmlType;
+import jdk.incubator.vector.ByteVector;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.ShortVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
+
+import java.lang.foreign.MemorySegment;
+
+import static dev.forkpoint.backend.cpu.KernelSupport.I16;
+import static dev.forkpoint.backend.cpu.KernelSupport.I64;
+import static dev.forkpoint.backend.cpu.KernelSupport.LE;
+
+/**
+ * A Q6_K weight matrix read in place. Decode quantises the activations to Q8_K (as llama.cpp does) and, per
+ * super-block, sums d·d_x·(Σ_j scale_j·Σ q·q_x − 32·Σ_j scale_j·Σ q_x) over the sixteen 16-value groups, with exact
+ * integer inner sums; prefill goes through {@link FloatGemm} with the same quantised activations.
+ */
+final class Q6KMatrix implements PackedMatrix {
+    private static final VectorSpecies<Byte> B = ByteVector.SPECIES_128;
+    private static final VectorSpecies<Short> S = ShortVector.SPECIES_256;
+    private static final VectorSpecies<Integer> I = IntVector.SPECIES_512;
+    private static final VectorSpecies<Float> F = FloatVector.SPECIES_512;
+    private static final int BYTES = 210;
+
+    private final MemorySegment data;
+    private final int rows;
+    private final int cols;
+    private final int blocks;
+
+    Q6KMatrix(MemorySegment data, int rows, int cols) {
+        KernelSupport.checkShape("Q6_K", data, rows, cols, 256, BYTES);
+        this.data = data;
+        this.rows = rows;
+        this.cols = cols;
+        this.blocks = cols / 256;
+    }
+
+    public GgmlType type() { return GgmlType.Q6_K; }
+    public int rows() { return rows; }
+    public int cols() { return cols; }
+
+    public void multiply(float[] x, int n, float[] out, WorkerPool pool) {
+        KernelSupport.checkMultiply(this, x, n, out);
+        Q8Activations a = Q8Activations.q8_K(x, n, cols);
+        if (n >= KernelSupport.PREFILL_MIN_TOKENS) {
+            FloatGemm.multiply(this, a.dequantized(), n, out, pool);
+            return;
+        }
+        pool.runRanges(rows, KernelSupport.parts(pool), 8, (from, to) -> {
+            for (int r = from; r < to; r++) {
+                for (int t = 0; t < n; t++) out[t * rows + r] = dot((long) r * blocks * BYTES, a, t * blocks);
+            }
+        });
+    }
+
+    private float dot(long base, Q8Activations a, int b0) {
+        MemorySegment w = data;
+        short[] q = a.q();
+        float[] d = a.d();
+        short[] bs = a.sums();
+        FloatVector acc = FloatVector.zero(F);
+        float offsets = 0;
+        for (int b = 0; b < blocks; b++) {
+            long o = base + (long) b * BYTES;
+            int bi = b0 + b;
+            IntVector isum = IntVector.zero(I);
+            int corr = 0;
+            for (int part = 0; part < 4; part++) {
+                int n = part >> 1, h = part & 1;
+                long ql = o + 64 * n + 16 * h, qh = o + 128 + 32 * n + 16 * h, sc = o + 192 + 8 * n + h;
+                ShortVector lo = (ShortVector) ByteVector.fromMemorySegment(B, w, ql, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
+                ShortVector hi = (ShortVector) ByteVector.fromMemorySegment(B, w, ql + 32, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
+                ShortVector top = (ShortVector) ByteVector.fromMemorySegment(B, w, qh, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
+                int xi = bi * 256 + 128 * n + 16 * h;
+                long s4 = w.get(I64, sc) ; // bytes sc+0 … sc+7: scales at +0, +2, +4, +6 are this part's
+                int c1 = (byte) s4, c2 = (byte) (s4 >>> 16), c3 = (byte) (s4 >>> 32), c4 = (byte) (s4 >>> 48);
+                ShortVector p1 = lo.and((short) 0xf).or(top.and((short) 3).lanewise(VectorOperators.LSHL, 4)).mul(ShortVector.fromArray(S, q, xi));
+                ShortVector p2 = hi.and((short) 0xf).or(top.and((short) 0xc).lanewise(VectorOperators.LSHL, 2)).mul(ShortVector.fromArray(S, q, xi + 32));
+                ShortVector p3 = lo.lanewise(VectorOperators.LSHR, 4).or(top.and((short) 0x30)).mul(ShortVector.fromArray(S, q, xi + 64));
+                ShortVector p4 = hi.lanewise(VectorOperators.LSHR, 4).or(top.and((short) 0xc0).lanewise(VectorOperators.LSHR, 2)).mul(ShortVector.fromArray(S, q, xi + 96));
+                isum = isum.add(((IntVector) p1.convertShape(VectorOperators.S2I, I, 0)).mul(c1))
+                        .add(((IntVector) p2.convertShape(VectorOperators.S2I, I, 0)).mul(c2))
+                        .add(((IntVector) p3.convertShape(VectorOperators.S2I, I, 0)).mul(c3))
+                        .add(((IntVector) p4.convertShape(VectorOperators.S2I, I, 0)).mul(c4));
+                int g = bi * 16 + 8 * n + h;
+                corr += c1 * bs[g] + c2 * bs[g + 2] + c3 * bs[g + 4] + c4 * bs[g + 6];
+            }
+            float dw = Float.float16ToFloat(w.get(I16, o + 208)) * d[bi];
+            acc = ((FloatVector) isum.convert(VectorOperators.I2F, 0)).fma(FloatVector.broadcast(F, dw), acc);
+            offsets += dw * (32 * corr);
+        }
+        return acc.reduceLanes(VectorOperators.ADD) - offsets;
+    }
+
+    public void dequantizeRow(int row, float[] dst, int dstOff) {
+        KernelSupport.checkRow(this, row, dst, dstOff);
+        MemorySegment w = data;
+        long base = (long) row * blocks * BYTES;
+        for (int b = 0; b < blocks; b++) {
+            long o = base + (long) b * BYTES;
+            float d = Float.float16ToFloat(w.get(I16, o + 208));
+            int t = dstOff + b * 256;
+            for (int part = 0; part < 4; part++) {
+                int n = part >> 1, h = part & 1;
+                long ql = o + 64 * n + 16 * h, qh = o + 128 + 32 * n + 16 * h, sc = o + 192 + 8 * n + h;
+                ShortVector lo = (ShortVector) ByteVector.fromMemorySegment(B, w, ql, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
+                ShortVector hi = (ShortVector) ByteVector.fromMemorySegment(B, w, ql + 32, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
+                ShortVector top = (ShortVector) ByteVector.fromMemorySegment(B, w, qh, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
+                long s4 = w.get(I64, sc);
+                int e = t + 128 * n + 16 * h;
+                ShortVector q1 = lo.and((short) 0xf).or(top.and((short) 3).lanewise(VectorOperators.LSHL, 4)).sub((short) 32);
+                ShortVector q2 = hi.and((short) 0xf).or(top.and((short) 0xc).lanewise(VectorOperators.LSHL, 2)).sub((short) 32);
+                ShortVector q3 = lo.lanewise(VectorOperators.LSHR, 4).or(top.and((short) 0x30)).sub((short) 32);
+                ShortVector q4 = hi.lanewise(VectorOperators.LSHR, 4).or(top.and((short) 0xc0).lanewise(VectorOperators.LSHR, 2)).sub((short) 32);
+                ((FloatVector) q1.convertShape(VectorOperators.S2F, F, 0)).mul(d * (byte) s4).intoArray(dst, e);
+                ((FloatVector) q2.convertShape(VectorOperators.S2F, F, 0)).mul(d * (byte) (s4 >>> 16)).intoArray(dst, e + 32);
+                ((FloatVector) q3.convertShape(VectorOperators.S2F, F, 0)).mul(d * (byte) (s4 >>> 32)).intoArray(dst, e + 64);
+                ((FloatVector) q4.convertShape(VectorOperators.S2F, F, 0)).mul(d * (byte) (s4 >>> 48)).intoArray(dst, e + 96);
+            }
+        }
+    }
+}

@@ -1,0 +1,89 @@
+package dev.forkpoint.backend.cpu;
+
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.ShortVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
+
+/**
+ * Activations quantised to 8 bits the way llama.cpp does before an integer dot product with quantised weights.
+ * {@code q} holds the quants (one short each, n·cols of them, token-major), {@code d} one scale per block.
+ * <ul>
+ * <li>Q8_0 blocks of 32 (x86 quantize_row_q8_0): d = fp16(amax / 127), q = round-half-even(x · 127 / amax).</li>
+ * <li>Q8_K blocks of 256 (quantize_row_q8_K_ref): with max the value of largest magnitude, iscale = −127 / max,
+ * q = min(127, round-half-even(iscale · x)), d = 1 / iscale (a float); {@code sums} holds Σq per 16 values.</li>
+ * </ul>
+ * For Q4_0 weights {@code sums} holds, per block and lane i &lt; 16, 8·(q[i] + q[i+16]), the correction for the
+ * weights' offset of 8.
+ */
+record Q8Activations(short[] q, float[] d, short[] sums, int blockSize) {
+    private static final VectorSpecies<Float> F = FloatVector.SPECIES_512;
+    private static final VectorSpecies<Short> S = ShortVector.SPECIES_256;
+    private static final float ROUNDER = 12582912f; // 1.5 · 2^23: adding and subtracting it rounds half to even
+
+    /** Q8_0 quantisation of n rows of cols values; {@code q4Offsets} also fills the Q4_0 correction sums. */
+    static Q8Activations q8_0(float[] x, int n, int cols, boolean q4Offsets) {
+        int blocks = n * cols / 32;
+        short[] q = new short[n * cols];
+        float[] d = new float[blocks];
+        short[] sums = q4Offsets ? new short[blocks * 16] : null;
+        for (int b = 0; b < blocks; b++) {
+            int o = b * 32;
+            FloatVector v0 = FloatVector.fromArray(F, x, o), v1 = FloatVector.fromArray(F, x, o + 16);
+            float amax = v0.abs().max(v1.abs()).reduceLanes(VectorOperators.MAX);
+            d[b] = Float.float16ToFloat(Float.floatToFloat16(amax / 127f));
+            float id = amax != 0 ? 127f / amax : 0f;
+            ShortVector q0 = round(v0.mul(id)), q1 = round(v1.mul(id));
+            q0.intoArray(q, o);
+            q1.intoArray(q, o + 16);
+            if (sums != null) q0.add(q1).lanewise(VectorOperators.LSHL, 3).intoArray(sums, b * 16);
+        }
+        return new Q8Activations(q, d, sums, 32);
+    }
+
+    private static ShortVector round(FloatVector v) {
+        return (ShortVector) v.add(ROUNDER).sub(ROUNDER).convertShape(VectorOperators.F2S, S, 0);
+    }
+
+    /** Q8_K quantisation of n rows of cols values (cols a multiple of 256). */
+    static Q8Activations q8_K(float[] x, int n, int cols) {
+        int blocks = n * cols / 256;
+        short[] q = new short[n * cols];
+        float[] d = new float[blocks];
+        short[] sums = new short[blocks * 16];
+        for (int b = 0; b < blocks; b++) {
+            int o = b * 256;
+            FloatVector m = FloatVector.fromArray(F, x, o).abs();
+            for (int j = 16; j < 256; j += 16) m = m.max(FloatVector.fromArray(F, x, o + j).abs());
+            float amax = m.reduceLanes(VectorOperators.MAX);
+            if (amax == 0) continue;
+            float max = 0;
+            for (int j = 0; j < 256; j++) {
+                if (Math.abs(x[o + j]) == amax) {
+                    max = x[o + j];
+                    break;
+                }
+            }
+            float iscale = -127f / max;
+            for (int j = 0; j < 256; j += 16) {
+                ShortVector v = round(FloatVector.fromArray(F, x, o + j).mul(iscale)).min((short) 127);
+                v.intoArray(q, o + j);
+                sums[b * 16 + j / 16] = v.reduceLanes(VectorOperators.ADD);
+            }
+            d[b] = 1 / iscale;
+        }
+        return new Q8Activations(q, d, sums, 256);
+    }
+
+    /** The activations these quants stand for, q · d, as floats (token-major like the input). */
+    float[] dequantized() {
+        float[] out = new float[q.length];
+        for (int b = 0; b < q.length / blockSize; b++) {
+            float scale = d[b];
+            for (int i = b * blockSize; i < (b + 1) * blockSize; i += 16) {
+                ((FloatVector) ShortVector.fromArray(S, q, i).convertShape(VectorOperators.S2F, F, 0)).mul(scale).intoArray(out, i);
+            }
+        }
+        return out;
+    }
+}

@@ -1,0 +1,107 @@
+package dev.forkpoint.backend.cpu;
+
+import dev.forkpoint.tensor.GgmlType;
+import jdk.incubator.vector.ByteVector;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.ShortVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
+
+import java.lang.foreign.MemorySegment;
+
+import static dev.forkpoint.backend.cpu.KernelSupport.I16;
+import static dev.forkpoint.backend.cpu.KernelSupport.LE;
+
+/**
+ * A Q8_0 weight matrix read in place. Decode quantises the activations to Q8_0 (as llama.cpp does) and sums
+ * d_w · d_x · Σ q_w·q_x per block, with exact 16-bit products; prefill goes through {@link FloatGemm} with the same
+ * quantised activations.
+ */
+final class Q8_0Matrix implements PackedMatrix {
+    private static final VectorSpecies<Byte> B = ByteVector.SPECIES_128;
+    private static final VectorSpecies<Short> S = ShortVector.SPECIES_256;
+    private static final VectorSpecies<Float> F = FloatVector.SPECIES_512;
+    private static final int BYTES = 34;
+
+    private final MemorySegment data;
+    private final int rows;
+    private final int cols;
+    private final int blocks;
+
+    Q8_0Matrix(MemorySegment data, int rows, int cols) {
+        KernelSupport.checkShape("Q8_0", data, rows, cols, 32, BYTES);
+        this.data = data;
+        this.rows = rows;
+        this.cols = cols;
+        this.blocks = cols / 32;
+    }
+
+    public GgmlType type() { return GgmlType.Q8_0; }
+    public int rows() { return rows; }
+    public int cols() { return cols; }
+
+    public void multiply(float[] x, int n, float[] out, WorkerPool pool) {
+        KernelSupport.checkMultiply(this, x, n, out);
+        Q8Activations a = Q8Activations.q8_0(x, n, cols, false);
+        if (n >= KernelSupport.PREFILL_MIN_TOKENS) {
+            FloatGemm.multiply(this, a.dequantized(), n, out, pool);
+            return;
+        }
+        short[] q = a.q();
+        float[] d = a.d();
+        pool.runRanges(rows, KernelSupport.parts(pool), 8, (from, to) -> {
+            for (int r = from; r < to; r++) {
+                for (int t = 0; t < n; t++) out[t * rows + r] = dot((long) r * blocks * BYTES, q, d, t * blocks);
+            }
+        });
+    }
+
+    /**
+     * Σ over the row's blocks of d_w · d_x · Σ q_w·q_x: 16-bit products (exact, |q_w·q_x| ≤ 16256, a pair ≤ 32512),
+     * converted to float per block and accumulated lane-wise; two blocks per iteration into two accumulators. The
+     * block body is written out in place: a helper method taking vectors risks not being inlined (vectors boxed).
+     */
+    private float dot(long base, short[] q, float[] d, int b0) {
+        MemorySegment w = data;
+        float[] half = KernelSupport.HALF_TO_FLOAT;
+        FloatVector acc0 = FloatVector.zero(F), acc1 = acc0;
+        int b = 0;
+        for (; b + 1 < blocks; b += 2) {
+            long o = base + (long) b * BYTES;
+            int qi = (b0 + b) * 32;
+            ShortVector w0 = (ShortVector) ByteVector.fromMemorySegment(B, w, o + 2, LE).convertShape(VectorOperators.B2S, S, 0);
+            ShortVector w1 = (ShortVector) ByteVector.fromMemorySegment(B, w, o + 18, LE).convertShape(VectorOperators.B2S, S, 0);
+            ShortVector p = w0.mul(ShortVector.fromArray(S, q, qi)).add(w1.mul(ShortVector.fromArray(S, q, qi + 16)));
+            float s0 = half[w.get(I16, o) & 0xffff] * d[b0 + b];
+            acc0 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, s0), acc0);
+            long o1 = o + BYTES;
+            ShortVector u0 = (ShortVector) ByteVector.fromMemorySegment(B, w, o1 + 2, LE).convertShape(VectorOperators.B2S, S, 0);
+            ShortVector u1 = (ShortVector) ByteVector.fromMemorySegment(B, w, o1 + 18, LE).convertShape(VectorOperators.B2S, S, 0);
+            ShortVector p1 = u0.mul(ShortVector.fromArray(S, q, qi + 32)).add(u1.mul(ShortVector.fromArray(S, q, qi + 48)));
+            float s1 = half[w.get(I16, o1) & 0xffff] * d[b0 + b + 1];
+            acc1 = ((FloatVector) p1.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, s1), acc1);
+        }
+        if (b < blocks) {
+            long o = base + (long) b * BYTES;
+            int qi = (b0 + b) * 32;
+            ShortVector w0 = (ShortVector) ByteVector.fromMemorySegment(B, w, o + 2, LE).convertShape(VectorOperators.B2S, S, 0);
+            ShortVector w1 = (ShortVector) ByteVector.fromMemorySegment(B, w, o + 18, LE).convertShape(VectorOperators.B2S, S, 0);
+            ShortVector p = w0.mul(ShortVector.fromArray(S, q, qi)).add(w1.mul(ShortVector.fromArray(S, q, qi + 16)));
+            float s0 = half[w.get(I16, o) & 0xffff] * d[b0 + b];
+            acc0 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, s0), acc0);
+        }
+        return acc0.add(acc1).reduceLanes(VectorOperators.ADD);
+    }
+
+    public void dequantizeRow(int row, float[] dst, int dstOff) {
+        KernelSupport.checkRow(this, row, dst, dstOff);
+        long base = (long) row * blocks * BYTES;
+        for (int b = 0; b < blocks; b++) {
+            long o = base + (long) b * BYTES;
+            float d = Float.float16ToFloat(data.get(I16, o));
+            int t = dstOff + b * 32;
+            ((FloatVector) ByteVector.fromMemorySegment(B, data, o + 2, LE).convertShape(VectorOperators.B2F, F, 0)).mul(d).intoArray(dst, t);
+            ((FloatVector) ByteVector.fromMemorySegment(B, data, o + 18, LE).convertShape(VectorOperators.B2F, F, 0)).mul(d).intoArray(dst, t + 16);
+        }
+    }
+}

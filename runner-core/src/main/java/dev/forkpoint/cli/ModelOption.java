@@ -1,0 +1,39 @@
+package dev.forkpoint.cli;
+
+import dev.forkpoint.engine.LoadedModel;
+import dev.forkpoint.store.DefaultModel;
+import dev.forkpoint.store.ModelResolver;
+import picocli.CommandLine.Option;
+
+import java.io.IOException;
+import java.nio.file.Path;
+
+/** {@code --model}: a .gguf path or an Ollama model name; without it, the built-in demo model (with a note). */
+final class ModelOption {
+    @Option(names = {"-m", "--model"}, paramLabel = "MODEL",
+            description = "A .gguf file, or an Ollama model name (qwen3:0.6b, llama3.2, namespace/name:tag) looked up in"
+                    + " $OLLAMA_MODELS (default ~/.ollama/models). Default: a built-in demo model with random weights.")
+    String model;
+
+    /** The GGUF file to use. */
+    Path resolve(CliEnvironment env) {
+        if (model == null) {
+            env.err().println(DefaultModel.NOTE);
+            return DefaultModel.ensure(DefaultModel.cacheDirectory(env.env()));
+        }
+        return ModelResolver.fromEnvironment(env.env()).resolve(model);
+    }
+
+    /** Resolves and loads the model, with a progress bar when stderr is a terminal. */
+    LoadedModel load(CliEnvironment env, int threads, boolean debug) throws IOException {
+        Path file = resolve(env);
+        long start = System.nanoTime();
+        LoadedModel loaded;
+        try (var bar = new LoadBar(env.err(), env.stderrIsTerminal())) {
+            loaded = LoadedModel.load(file, threads, bar);
+        }
+        if (debug) env.err().printf(java.util.Locale.ROOT, "debug: loaded %s in %.0f ms with %d threads%n", file,
+                (System.nanoTime() - start) / 1e6, threads);
+        return loaded;
+    }
+}

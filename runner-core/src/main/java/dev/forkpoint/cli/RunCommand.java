@@ -1,0 +1,124 @@
+package dev.forkpoint.cli;
+
+import dev.forkpoint.InvalidInputException;
+import dev.forkpoint.engine.GenerationRequest;
+import dev.forkpoint.engine.GenerationResult;
+import dev.forkpoint.engine.LoadedModel;
+import dev.forkpoint.sampling.SamplingOptions;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParentCommand;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code forkpoint run}: completes a raw prompt (no chat template), streaming the text to stdout as it is generated,
+ * then prints token counts and speeds to stderr. Sampling options have Ollama's names and defaults.
+ */
+@Command(name = "run", mixinStandardHelpOptions = true, showDefaultValues = true, sortOptions = false,
+        description = "Generate text from a prompt (raw completion, no chat template).")
+final class RunCommand implements Callable<Integer> {
+    private static final SamplingOptions DEFAULTS = SamplingOptions.defaults();
+
+    @ParentCommand
+    Main main;
+
+    @Mixin
+    ModelOption model;
+
+    @Option(names = {"-p", "--prompt"}, required = true, paramLabel = "TEXT", description = "The prompt; '-' reads it from stdin.")
+    String prompt;
+
+    @Option(names = "--temperature", paramLabel = "T", description = "Sampling temperature; 0 = greedy.")
+    double temperature = DEFAULTS.temperature();
+
+    @Option(names = "--top-k", paramLabel = "K", description = "Sample among the K most likely tokens; 0 = all.")
+    int topK = DEFAULTS.topK();
+
+    @Option(names = "--top-p", paramLabel = "P", description = "Sample among the most likely tokens whose probabilities add up to P.")
+    double topP = DEFAULTS.topP();
+
+    @Option(names = "--min-p", paramLabel = "P", description = "Drop tokens less likely than P times the most likely one.")
+    double minP = DEFAULTS.minP();
+
+    @Option(names = "--repeat-penalty", paramLabel = "X", description = "Divide the logits of recent tokens by X; 1 = off.")
+    double repeatPenalty = DEFAULTS.repeatPenalty();
+
+    @Option(names = "--repeat-last-n", paramLabel = "N", description = "Tokens the penalties look back at; -1 = all, 0 = off.")
+    int repeatLastN = DEFAULTS.repeatLastN();
+
+    @Option(names = "--presence-penalty", paramLabel = "X", description = "Subtract X from the logits of tokens already seen.")
+    double presencePenalty = DEFAULTS.presencePenalty();
+
+    @Option(names = "--frequency-penalty", paramLabel = "X", description = "Subtract X per occurrence from the logits of tokens seen.")
+    double frequencyPenalty = DEFAULTS.frequencyPenalty();
+
+    @Option(names = "--seed", paramLabel = "N", description = "Random seed; -1 = a random one.")
+    long seed = DEFAULTS.seed();
+
+    @Option(names = {"-n", "--num-predict"}, paramLabel = "N", description = "Most tokens to generate; -1 = until done or the context is full.")
+    int numPredict = DEFAULTS.numPredict();
+
+    @Option(names = "--stop", paramLabel = "TEXT", showDefaultValue = picocli.CommandLine.Help.Visibility.NEVER,
+            description = "Stop before this text (repeatable).")
+    List<String> stop = new ArrayList<>();
+
+    @Option(names = {"-t", "--threads"}, paramLabel = "N", description = "Worker threads; the default is the number of available processors.")
+    int threads = Runtime.getRuntime().availableProcessors();
+
+    @Option(names = "--num-batch", paramLabel = "N", description = "Prompt tokens evaluated per step, 1 … num_ctx (default: 512, or num_ctx if smaller).")
+    Integer numBatch;
+
+    @Option(names = "--num-ctx", paramLabel = "N", description = "Context window in tokens; 0 = the model's.")
+    int numCtx = 0;
+
+    @Override
+    public Integer call() throws IOException {
+        CliEnvironment env = main.environment();
+        SamplingOptions sampling = new SamplingOptions(temperature, topK, topP, minP, repeatPenalty, repeatLastN,
+                presencePenalty, frequencyPenalty, seed, numPredict, List.copyOf(stop)).validate();
+        if (numBatch != null) atLeast("num_batch", numBatch, 1);
+        atLeast("num_ctx", numCtx, 0);
+        atLeast("threads", threads, 1);
+        String text = prompt.equals("-") ? new String(env.in().readAllBytes(), StandardCharsets.UTF_8) : prompt;
+
+        try (LoadedModel loaded = model.load(env, threads, main.debug())) {
+            var out = env.out();
+            var last = new StringBuilder(1);
+            GenerationResult result;
+            try {
+                result = loaded.generate(new GenerationRequest(text, sampling, numCtx, numBatch == null ? GenerationRequest.NUM_BATCH_DEFAULT : numBatch), piece -> {
+                    if (piece.isEmpty()) return;
+                    out.print(piece);
+                    out.flush();
+                    if (out.checkError()) throw new OutputClosed();
+                    last.setLength(0);
+                    last.append(piece.charAt(piece.length() - 1));
+                });
+            } catch (OutputClosed e) {
+                return ExitCodes.OK;   // the reader went away (… | head): nothing left to do
+            }
+            if (!last.isEmpty() && last.charAt(0) != '\n') out.println();
+            out.flush();
+            env.err().println(String.format(Locale.ROOT, "prompt: %d tokens, %.1f tok/s · generation: %d tokens, %.1f tok/s · done: %s",
+                    result.promptTokens(), result.promptTokensPerSecond(), result.generatedIds().length,
+                    result.generationTokensPerSecond(), result.doneReason()));
+        }
+        return ExitCodes.OK;
+    }
+
+    /** Thrown from the token sink to end generation once stdout is closed. */
+    private static final class OutputClosed extends RuntimeException {
+        OutputClosed() { super(null, null, false, false); }
+    }
+
+    static void atLeast(String option, long value, long min) {
+        if (value < min) throw new InvalidInputException("option " + option + " must be >= " + min + ", got " + value);
+    }
+}
