@@ -1,0 +1,34 @@
+package dev.forkpoint.bench;
+
+import dev.forkpoint.InvalidInputException;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+import java.io.IOException;
+
+/** {@code forkpoint bench}: synthetic model generation, engine comparison against llama.cpp, and JMH. */
+@Command(name = "forkpoint bench", mixinStandardHelpOptions = true,
+        subcommands = {GenerateCommand.class, CompareCommand.class, JmhCommand.class, CommandLine.HelpCommand.class},
+        description = "Benchmarks for Forkpoint.")
+public final class BenchMain implements Runnable {
+
+    @Override
+    public void run() {
+        new CommandLine(this).usage(System.out);
+    }
+
+    /** Runs the command line and exits: llama.cpp's native threads may otherwise keep the JVM alive. */
+    public static void main(String[] args) {
+        System.exit(commandLine().execute(args));
+    }
+
+    static CommandLine commandLine() {
+        return new CommandLine(new BenchMain()).setExecutionExceptionHandler((ex, cl, parsed) -> {
+            if (ex instanceof InvalidInputException || ex instanceof IOException) {
+                cl.getErr().println("error: " + ex.getMessage());
+                return 2;
+            }
+            throw ex;
+        });
+    }
+}

@@ -1,0 +1,64 @@
+package dev.forkpoint.bench;
+
+import dev.forkpoint.InvalidInputException;
+import dev.forkpoint.engine.GenerationRequest;
+import dev.forkpoint.engine.GenerationResult;
+import dev.forkpoint.engine.LoadProgress;
+import dev.forkpoint.engine.LoadedModel;
+import dev.forkpoint.sampling.SamplingOptions;
+
+import java.io.IOException;
+import java.nio.file.Path;
+
+/** Forkpoint, in this process. */
+final class ForkpointEngine implements BenchEngine {
+    private final LoadedModel model;
+    private final long residentKb;
+    private final int numCtx;
+    private final int numBatch;
+
+    private ForkpointEngine(LoadedModel model, long residentKb, int numCtx, int numBatch) {
+        this.model = model;
+        this.residentKb = residentKb;
+        this.numCtx = numCtx;
+        this.numBatch = numBatch;
+    }
+
+    static ForkpointEngine load(Path gguf, int threads, int numCtx, int numBatch) throws IOException {
+        try {
+            LoadedModel model = LoadedModel.load(gguf, threads, LoadProgress.NONE);
+            return new ForkpointEngine(model, ResidentMemory.selfKb(), numCtx, numBatch);
+        } catch (UnsupportedOperationException e) {
+            throw new InvalidInputException("Forkpoint cannot run " + gguf + " in this build: " + e.getMessage()
+                    + " (--llamacpp-only measures llama.cpp alone)", e);
+        }
+    }
+
+    @Override
+    public String name() { return "forkpoint"; }
+
+    @Override
+    public int countTokens(String text) {
+        return model.tokenizer().encode(text, false, false).length;
+    }
+
+    @Override
+    public long residentKbAfterLoad() { return residentKb; }
+
+    @Override
+    public long residentKbNow() { return ResidentMemory.selfKb(); }
+
+    @Override
+    public EngineRun run(String prompt, int maxTokens) {
+        var request = new GenerationRequest(prompt, SamplingOptions.greedy().withNumPredict(maxTokens), numCtx, numBatch);
+        long start = System.nanoTime();
+        GenerationResult r = model.generate(request, piece -> {});
+        long wall = System.nanoTime() - start;
+        return new EngineRun(r.promptTokens(), r.promptNanos(), r.generatedIds().length, r.generationNanos(), wall, "engine");
+    }
+
+    @Override
+    public void close() {
+        model.close();
+    }
+}
