@@ -40,6 +40,7 @@ public final class Main implements Callable<Integer> {
     boolean debug() { return debug; }
 
     public static void main(String[] args) {
+        CliLogging.configure(java.util.Arrays.asList(args).contains("--debug"));
         CliEnvironment env = CliEnvironment.system();
         int code = commandLine(env).execute(args);
         env.out().flush();

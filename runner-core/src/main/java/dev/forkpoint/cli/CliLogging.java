@@ -1,0 +1,32 @@
+package dev.forkpoint.cli;
+
+import java.util.logging.ConsoleHandler;
+import java.util.logging.Formatter;
+import java.util.logging.Level;
+import java.util.logging.LogManager;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
+
+/**
+ * Routes the engine's System.Logger events (one line per event, such as the per-request cache line) to stderr as
+ * {@code forkpoint: <message>}: warnings always, informational lines only with {@code --debug}.
+ */
+final class CliLogging {
+    private CliLogging() {}
+
+    static void configure(boolean verbose) {
+        LogManager.getLogManager().reset();
+        Logger root = Logger.getLogger("");
+        ConsoleHandler handler = new ConsoleHandler();
+        handler.setFormatter(new Formatter() {
+            @Override
+            public String format(LogRecord r) {
+                return "forkpoint: " + formatMessage(r) + System.lineSeparator();
+            }
+        });
+        Level level = verbose ? Level.INFO : Level.WARNING;
+        handler.setLevel(level);
+        root.setLevel(level);
+        root.addHandler(handler);
+    }
+}
