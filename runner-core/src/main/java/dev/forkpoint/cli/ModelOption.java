@@ -26,11 +26,16 @@ final class ModelOption {
 
     /** Resolves and loads the model, with a progress bar when stderr is a terminal. */
     LoadedModel load(CliEnvironment env, int threads, boolean debug) throws IOException {
+        return load(env, threads, debug, dev.forkpoint.engine.EngineOptions.defaults());
+    }
+
+    /** As {@link #load(CliEnvironment, int, boolean)} with the given KV cache options. */
+    LoadedModel load(CliEnvironment env, int threads, boolean debug, dev.forkpoint.engine.EngineOptions options) throws IOException {
         Path file = resolve(env);
         long start = System.nanoTime();
         LoadedModel loaded;
         try (var bar = new LoadBar(env.err(), env.stderrIsTerminal())) {
-            loaded = LoadedModel.load(file, threads, bar);
+            loaded = LoadedModel.load(file, threads, bar, options);
         }
         if (debug) env.err().printf(java.util.Locale.ROOT, "debug: loaded %s in %.0f ms with %d threads%n", file,
                 (System.nanoTime() - start) / 1e6, threads);

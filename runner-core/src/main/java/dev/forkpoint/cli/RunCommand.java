@@ -1,6 +1,7 @@
 package dev.forkpoint.cli;
 
 import dev.forkpoint.InvalidInputException;
+import dev.forkpoint.engine.EngineOptions;
 import dev.forkpoint.engine.GenerationRequest;
 import dev.forkpoint.engine.GenerationResult;
 import dev.forkpoint.engine.LoadedModel;
@@ -75,6 +76,13 @@ final class RunCommand implements Callable<Integer> {
     @Option(names = "--num-batch", paramLabel = "N", description = "Prompt tokens evaluated per step, 1 … num_ctx (default: 512, or num_ctx if smaller).")
     Integer numBatch;
 
+    @Option(names = "--kv-cache-bytes", paramLabel = "BYTES",
+            description = "KV cache budget in bytes; 0 = room for two sequences of the default num_ctx (committed only as used).")
+    long kvCacheBytes = 0;
+
+    @Option(names = "--kv-type", paramLabel = "f32|f16", description = "Element type of cached keys and values.")
+    String kvType = "f32";
+
     @Option(names = "--num-ctx", paramLabel = "N", description = "Context window in tokens; 0 = the model's.")
     int numCtx = 0;
 
@@ -88,7 +96,8 @@ final class RunCommand implements Callable<Integer> {
         atLeast("threads", threads, 1);
         String text = prompt.equals("-") ? new String(env.in().readAllBytes(), StandardCharsets.UTF_8) : prompt;
 
-        try (LoadedModel loaded = model.load(env, threads, main.debug())) {
+        EngineOptions engine = new EngineOptions(kvCacheBytes, EngineOptions.parseKvType(kvType));
+        try (LoadedModel loaded = model.load(env, threads, main.debug(), engine)) {
             var out = env.out();
             var last = new StringBuilder(1);
             GenerationResult result;
@@ -106,8 +115,8 @@ final class RunCommand implements Callable<Integer> {
             }
             if (!last.isEmpty() && last.charAt(0) != '\n') out.println();
             out.flush();
-            env.err().println(String.format(Locale.ROOT, "prompt: %d tokens, %.1f tok/s · generation: %d tokens, %.1f tok/s · done: %s",
-                    result.promptTokens(), result.promptTokensPerSecond(), result.generatedIds().length,
+            env.err().println(String.format(Locale.ROOT, "prompt: %d tokens (%d cached, %d evaluated), %.1f tok/s · generation: %d tokens, %.1f tok/s · done: %s",
+                    result.promptTokens(), result.cachedTokens(), result.evaluatedPromptTokens(), result.promptTokensPerSecond(), result.generatedIds().length,
                     result.generationTokensPerSecond(), result.doneReason()));
         }
         return ExitCodes.OK;

@@ -102,6 +102,10 @@ class CliErrorsTest {
         assertBadInput(cli().run("run", "--prompt", "x", "--num-batch", "0"), "num_batch");
         assertBadInput(cli().run("run", "--prompt", "x", "--num-ctx", "-5"), "num_ctx");
         assertBadInput(cli().run("run", "--prompt", "x", "--threads", "0"), "threads");
+        assertBadInput(cli().run("run", "--prompt", "x", "--kv-cache-bytes", "-1"), "kv_cache_bytes");
+        assertBadInput(cli().run("run", "--prompt", "x", "--kv-type", "q4"), "kv_type");
+        assertBadInput(cli().run("run", "--model", dev.forkpoint.TestData.shared("models/stories260K.gguf").toString(),
+                "--prompt", "x", "--kv-cache-bytes", "1000"), "kv_cache_bytes 1000");
     }
 
     @Test

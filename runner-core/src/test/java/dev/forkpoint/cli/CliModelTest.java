@@ -97,7 +97,7 @@ class CliModelTest {
         String generated = r.out().substring(0, r.out().length() - 1);
         assertTrue(generated.length() >= 20 && continuation.startsWith(generated),
                 () -> "expected a prefix of the reference continuation " + continuation + "\n" + r);
-        assertTrue(r.err().contains("prompt: 5 tokens"), r::toString);
+        assertTrue(r.err().contains("prompt: 5 tokens (0 cached, 5 evaluated)"), r::toString);
         assertTrue(r.err().contains("generation: 20 tokens"), r::toString);
         assertTrue(r.err().contains("done: length"), r::toString);
     }
