@@ -19,6 +19,8 @@ public final class BenchMain implements Runnable {
 
     /** Runs the command line and exits: llama.cpp's native threads may otherwise keep the JVM alive. */
     public static void main(String[] args) {
+        // The engine's per-request INFO line (cache total=…) would interleave with the tables; keep warnings only.
+        java.util.logging.Logger.getLogger("").setLevel(java.util.logging.Level.WARNING);
         System.exit(commandLine().execute(args));
     }
 
