@@ -1,5 +1,7 @@
 package dev.forkpoint.bench;
 
+import dev.forkpoint.backend.Rope;
+
 /**
  * Llama 3.1-style RoPE frequency scaling (the {@code rope_scaling} block of Meta's config): wavelengths shorter than
  * {@code originalContext / highFreqFactor} keep their frequency, those longer than {@code originalContext /
@@ -12,23 +14,6 @@ record Llama3RopeScaling(double factor, double lowFreqFactor, double highFreqFac
      * {@code base^(-2i/headDim) / factors[i]}.
      */
     float[] factors(int headDim, double base) {
-        float[] out = new float[headDim / 2];
-        double lowWavelen = originalContext / lowFreqFactor;
-        double highWavelen = originalContext / highFreqFactor;
-        for (int i = 0; i < out.length; i++) {
-            double freq = Math.pow(base, -2.0 * i / headDim);
-            double wavelen = 2 * Math.PI / freq;
-            double divisor;
-            if (wavelen < highWavelen) {
-                divisor = 1;
-            } else if (wavelen > lowWavelen) {
-                divisor = factor;
-            } else {
-                double smooth = (originalContext / wavelen - lowFreqFactor) / (highFreqFactor - lowFreqFactor);
-                divisor = 1 / ((1 - smooth) / factor + smooth);
-            }
-            out[i] = (float) divisor;
-        }
-        return out;
+        return Rope.llama3Factors(headDim, base, factor, lowFreqFactor, highFreqFactor, originalContext);
     }
 }
