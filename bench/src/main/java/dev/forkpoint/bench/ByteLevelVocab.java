@@ -1,5 +1,7 @@
 package dev.forkpoint.bench;
 
+import dev.forkpoint.tokenizer.ByteUnicode;
+
 import java.util.ArrayList;
 import java.util.List;
 
@@ -18,7 +20,7 @@ record ByteLevelVocab(List<String> tokens, int[] tokenTypes) {
         int n = shape.vocabSize();
         var tokens = new ArrayList<String>(n);
         int[] types = new int[n];
-        for (int b = 0; b < 256; b++) tokens.add(byteChar(b));
+        tokens.addAll(ByteUnicode.byteTokens());
         for (int id = 256; id < shape.firstSpecialId(); id++) tokens.add("\u0120fp" + (id - 256));
         for (int i = 0; i < shape.specialTokens(); i++) {
             tokens.add(switch (i) {
@@ -29,22 +31,5 @@ record ByteLevelVocab(List<String> tokens, int[] tokenTypes) {
         }
         for (int id = 0; id < n; id++) types[id] = id >= shape.firstSpecialId() ? CONTROL : NORMAL;
         return new ByteLevelVocab(List.copyOf(tokens), types);
-    }
-
-    /**
-     * GPT-2's byte-to-character map: printable Latin-1 bytes ('!'–'~', '¡'–'¬', '®'–'ÿ') stand for themselves, the
-     * other 68 bytes map, in byte order, to U+0100 onwards.
-     */
-    static String byteChar(int b) {
-        if (printable(b)) return String.valueOf((char) b);
-        int rank = 0;
-        for (int i = 0; i < b; i++) {
-            if (!printable(i)) rank++;
-        }
-        return String.valueOf((char) (256 + rank));
-    }
-
-    private static boolean printable(int b) {
-        return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
     }
 }

@@ -9,16 +9,17 @@ import static org.junit.jupiter.api.Assertions.*;
 class ByteLevelVocabTest {
     @Test
     void byteTokensFollowGpt2sByteToUnicodeMap() {
-        assertEquals("A", ByteLevelVocab.byteChar('A'));
-        assertEquals("~", ByteLevelVocab.byteChar('~'));
-        assertEquals("\u0100", ByteLevelVocab.byteChar(0));
-        assertEquals("\u010A", ByteLevelVocab.byteChar('\n')); // 'Ċ'
-        assertEquals("\u0120", ByteLevelVocab.byteChar(' '));  // 'Ġ'
-        assertEquals("\u0121", ByteLevelVocab.byteChar(127));
-        assertEquals("\u0143", ByteLevelVocab.byteChar(0xAD)); // 'Ń', the last remapped byte
-        assertEquals("\u00FF", ByteLevelVocab.byteChar(0xFF));
+        var tokens = ByteLevelVocab.forShape(ModelShape.TINY).tokens();
+        assertEquals("A", tokens.get('A'));
+        assertEquals("~", tokens.get('~'));
+        assertEquals("\u0100", tokens.get(0));
+        assertEquals("\u010A", tokens.get('\n')); // 'Ċ'
+        assertEquals("\u0120", tokens.get(' '));  // 'Ġ'
+        assertEquals("\u0121", tokens.get(127));
+        assertEquals("\u0143", tokens.get(0xAD)); // 'Ń', the last remapped byte
+        assertEquals("\u00FF", tokens.get(0xFF));
         var seen = new HashSet<String>();
-        for (int b = 0; b < 256; b++) assertTrue(seen.add(ByteLevelVocab.byteChar(b)), "byte " + b);
+        for (int b = 0; b < 256; b++) assertTrue(seen.add(tokens.get(b)), "byte " + b);
     }
 
     @Test

@@ -7,6 +7,7 @@ import dev.forkpoint.format.gguf.GgufWriter;
 import dev.forkpoint.format.gguf.MetadataType;
 import dev.forkpoint.format.gguf.MetadataValue;
 import dev.forkpoint.tensor.GgmlType;
+import dev.forkpoint.tokenizer.ByteUnicode;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -161,11 +162,7 @@ public final class DefaultModel {
     /** GPT-2's byte-level alphabet: printable Latin-1 bytes stand for themselves, the other bytes for U+0100 + n. */
     static List<String> tokens() {
         List<String> out = new ArrayList<>(VOCAB);
-        int shifted = 0;
-        for (int b = 0; b < 256; b++) {
-            boolean printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-            out.add(Character.toString(printable ? b : 256 + shifted++));
-        }
+        out.addAll(ByteUnicode.byteTokens());
         out.add("<|begin_of_text|>");
         out.add("<|end_of_text|>");
         return out;

@@ -4,7 +4,7 @@ package dev.forkpoint.tokenizer;
  * GPT-2's reversible byte ↔ character mapping: printable Latin-1 bytes map to themselves, the other bytes to
  * U+0100 upwards in byte order, so every byte is one visible BMP character.
  */
-final class ByteUnicode {
+public final class ByteUnicode {
     private static final char[] BYTE_TO_CHAR = new char[256];
     private static final int[] CHAR_TO_BYTE = new int[512];
 
@@ -20,6 +20,13 @@ final class ByteUnicode {
     }
 
     private ByteUnicode() {}
+
+    /** The 256 byte tokens of a byte-level BPE vocabulary, in byte order: token b is byte b's mapped character. */
+    public static java.util.List<String> byteTokens() {
+        var out = new java.util.ArrayList<String>(256);
+        for (int b = 0; b < 256; b++) out.add(String.valueOf(BYTE_TO_CHAR[b]));
+        return java.util.List.copyOf(out);
+    }
 
     static char charOf(int b) {
         return BYTE_TO_CHAR[b & 0xFF];

@@ -56,7 +56,25 @@ public final class GgufWriter {
         return this;
     }
 
-    public void write(Path target) throws IOException {
+    /** A tensor's directory entry: name, type and shape in GGML order. */
+    public record TensorEntry(String name, GgmlType type, long[] shape) {
+        /** Bytes of this tensor's data. */
+        public long bytes() {
+            long n = 1;
+            for (long d : shape) n = Math.multiplyExact(n, d);
+            return type.bytesFor(n);
+        }
+    }
+
+    /**
+     * Where everything goes in a GGUF v3 file: the encoded header (metadata in order, then the tensor directory),
+     * zero-padded to {@code dataStart}, and each tensor's absolute data offset. The file ends where the last
+     * tensor's data ends.
+     */
+    public record Layout(ByteBuffer header, long dataStart, long[] dataOffsets, long fileSize) {}
+
+    /** Encodes the header for {@code metadata} and {@code tensors} and places their data; validates both. */
+    public static Layout layout(Map<String, MetadataValue> metadata, List<TensorEntry> tensors) {
         int alignment = GgufFile.DEFAULT_ALIGNMENT;
         MetadataValue align = metadata.get("general.alignment");
         if (align != null) {
@@ -66,7 +84,7 @@ public final class GgufWriter {
             alignment = (int) a.value();
         }
         var names = new HashSet<String>();
-        for (TensorData t : tensors) {
+        for (TensorEntry t : tensors) {
             if (t.name().isEmpty() || !names.add(t.name())) throw new IllegalArgumentException("tensor name '" + t.name() + "' is empty or repeated");
         }
         var header = new Buf();
@@ -78,24 +96,35 @@ public final class GgufWriter {
             header.value(v);
         });
         long offset = 0;
-        List<Long> offsets = new ArrayList<>();
-        for (TensorData t : tensors) {
+        long[] relative = new long[tensors.size()];
+        for (int i = 0; i < tensors.size(); i++) {
+            TensorEntry t = tensors.get(i);
             header.str(t.name()).u32(t.shape().length);
             for (long d : t.shape()) header.u64(d);
             header.u32(t.type().id()).u64(offset);
-            offsets.add(offset);
-            offset = GgufReader.alignUp(offset + t.data().byteSize(), alignment);
+            relative[i] = offset;
+            offset = GgufReader.alignUp(offset + t.bytes(), alignment);
         }
         long dataStart = GgufReader.alignUp(header.size(), alignment);
         header.pad(dataStart);
+        long[] absolute = new long[relative.length];
+        long end = dataStart;
+        for (int i = 0; i < relative.length; i++) {
+            absolute[i] = dataStart + relative[i];
+            end = absolute[i] + tensors.get(i).bytes();
+        }
+        return new Layout(header.bytes(), dataStart, absolute, end);
+    }
 
+    public void write(Path target) throws IOException {
+        Layout layout = layout(metadata, tensors.stream().map(t -> new TensorEntry(t.name(), t.type(), t.shape())).toList());
         Path tmp = target.resolveSibling(target.getFileName() + ".tmp");
         try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING)) {
-            writeFully(ch, header.bytes());
-            long position = dataStart;
+            writeFully(ch, layout.header());
+            long position = layout.dataStart();
             for (int i = 0; i < tensors.size(); i++) {
                 TensorData t = tensors.get(i);
-                long at = dataStart + offsets.get(i);
+                long at = layout.dataOffsets()[i];
                 if (at > position) writeFully(ch, ByteBuffer.allocate((int) (at - position)));
                 // in chunks: a ByteBuffer cannot view more than 2 GiB
                 for (long done = 0; done < t.data().byteSize(); done += CHUNK) {
