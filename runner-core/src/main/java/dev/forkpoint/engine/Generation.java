@@ -37,7 +37,17 @@ final class Generation {
         this.sink = sink;
     }
 
-    GenerationResult run() {
+    /**
+     * A request checked against the model: validated options, the context it runs in, its prefill chunk size, the
+     * encoded prompt, the most tokens it may generate and its message boundaries.
+     */
+    record Plan(SamplingOptions options, int numCtx, int numBatch, int[] prompt, int maxNew, int[] boundaries) {}
+
+    /**
+     * Checks a request without running it: a bad field, a prompt that does not fit num_ctx or a worst case that cannot
+     * fit the KV budget throws {@link InvalidInputException} naming what was wrong.
+     */
+    static Plan plan(LoadedModel model, GenerationRequest request) {
         SamplingOptions options = request.sampling().validate();
         Tokenizer tokenizer = model.tokenizer();
         int modelContext = model.config().contextLength();
@@ -64,7 +74,15 @@ final class Generation {
         int[] boundaries = checkedBoundaries(request.messageBoundaries(), prompt.length);
         model.requireFits(prompt.length + maxNew, "prompt (" + prompt.length + " tokens) + "
                 + (numPredict < 0 ? "generation up to num_ctx " + numCtx : "num_predict (" + numPredict + ")"));
+        return new Plan(options, numCtx, numBatch, prompt, maxNew, boundaries);
+    }
 
+    GenerationResult run() {
+        Plan plan = plan(model, request);
+        SamplingOptions options = plan.options();
+        Tokenizer tokenizer = model.tokenizer();
+        int numCtx = plan.numCtx(), numBatch = plan.numBatch(), maxNew = plan.maxNew();
+        int[] prompt = plan.prompt(), boundaries = plan.boundaries();
         long t0 = System.nanoTime();
         CacheNamespace namespace = model.namespace(request.cacheSalt());
         CacheMatch match = model.cache().match(namespace, prompt);
@@ -74,6 +92,7 @@ final class Generation {
         int historyLength = prompt.length;
         Throwable failure = null;
         try {
+            sink.started(prompt.length, reused);
             KvStore kv = model.newKvStore(sequence);
             int[] rest = Arrays.copyOfRange(prompt, reused, prompt.length);
             float[] logits = model.prefill(rest, kv, numBatch);

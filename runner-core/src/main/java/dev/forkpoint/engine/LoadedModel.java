@@ -146,6 +146,14 @@ public final class LoadedModel implements AutoCloseable {
     /** Off-heap bytes the KV pool has committed so far (≤ its budget). */
     public long kvAllocatedBytes() { return pool.allocatedBytes(); }
 
+    /**
+     * Checks a request without running it and returns its prompt's token count; a bad field, a prompt that does not
+     * fit num_ctx or a worst case beyond the KV budget throws {@link dev.forkpoint.InvalidInputException} naming it.
+     */
+    public int check(GenerationRequest request) {
+        return Generation.plan(this, request).prompt().length;
+    }
+
     /** Runs a completion, streaming text to {@code sink}. */
     public synchronized GenerationResult generate(GenerationRequest request, TokenSink sink) {
         return new Generation(this, request, sink).run();

@@ -4,4 +4,7 @@ package dev.forkpoint.engine;
 @FunctionalInterface
 public interface TokenSink {
     void text(String piece);
+
+    /** Called once, before prefill, when the prompt has been matched against the prefix cache. */
+    default void started(int promptTokens, int cachedTokens) {}
 }

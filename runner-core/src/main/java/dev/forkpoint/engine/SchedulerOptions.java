@@ -1,0 +1,34 @@
+package dev.forkpoint.engine;
+
+import dev.forkpoint.InvalidInputException;
+
+/**
+ * How a {@link Scheduler} shares one model between requests.
+ *
+ * @param parallel   sequences evaluated together (decoding or prefilling) at most; others wait in the queue
+ * @param queueLimit requests waiting beyond the running ones at most; one more is refused with {@link QueueFullException}
+ * @param stepTokens the token budget of one step: the decode tokens of all running sequences plus prefill chunks of
+ *                   the others, so running streams keep flowing while a long prompt is prefilled. A prefill chunk
+ *                   is never split below the request's own num_batch unless the budget is smaller.
+ */
+public record SchedulerOptions(int parallel, int queueLimit, int stepTokens) {
+    public static final int DEFAULT_PARALLEL = 4;
+    public static final int DEFAULT_QUEUE_LIMIT = 512;
+    public static final int DEFAULT_STEP_TOKENS = 512;
+
+    public SchedulerOptions {
+        if (parallel < 1) throw new InvalidInputException("parallel must be at least 1, got " + parallel);
+        if (queueLimit < 0) throw new InvalidInputException("queue limit must be >= 0, got " + queueLimit);
+        if (stepTokens < 1) throw new InvalidInputException("step tokens must be at least 1, got " + stepTokens);
+    }
+
+    public static SchedulerOptions defaults() {
+        return new SchedulerOptions(DEFAULT_PARALLEL, DEFAULT_QUEUE_LIMIT, DEFAULT_STEP_TOKENS);
+    }
+
+    public SchedulerOptions withParallel(int n) { return new SchedulerOptions(n, queueLimit, stepTokens); }
+
+    public SchedulerOptions withQueueLimit(int n) { return new SchedulerOptions(parallel, n, stepTokens); }
+
+    public SchedulerOptions withStepTokens(int n) { return new SchedulerOptions(parallel, queueLimit, n); }
+}
