@@ -114,6 +114,12 @@ public final class LoadedModel implements AutoCloseable {
 
     public Tokenizer tokenizer() { return tokenizer; }
 
+    /** The model's Jinja chat template ({@code tokenizer.chat_template}), or null when the file has none. */
+    public String chatTemplateSource() { return file.getString("tokenizer.chat_template", null); }
+
+    /** The model file. */
+    public Path path() { return file.path(); }
+
     public int threads() { return backend.threads(); }
 
     public ModelInfo info() throws IOException {
