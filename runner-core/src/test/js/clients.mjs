@@ -1,0 +1,134 @@
+// Forkpoint's server driven by the official JavaScript clients: ollama, openai and @anthropic-ai/sdk.
+//
+//   node clients.mjs BASE_URL MODEL
+//
+// Every check compares what one client saw with what another saw (or with the same call streamed), so a server that
+// answers in the wrong shape, drops pieces of a stream or reports usage inconsistently fails here. Prints one line per
+// check and exits 1 when any fails. Run by ServerJsClientsTest against a live server on an ephemeral port.
+import { Ollama } from 'ollama';
+import OpenAI from 'openai';
+import Anthropic from '@anthropic-ai/sdk';
+
+const [baseUrl, model] = process.argv.slice(2);
+if (!baseUrl || !model) {
+    console.error('usage: node clients.mjs BASE_URL MODEL');
+    process.exit(2);
+}
+
+const MAX_TOKENS = 24;
+const ollama = new Ollama({ host: baseUrl });
+const openai = new OpenAI({ baseURL: `${baseUrl}/v1`, apiKey: 'unused', maxRetries: 0 });
+const anthropic = new Anthropic({ baseURL: baseUrl, apiKey: 'unused', maxRetries: 0 });
+
+let failures = 0;
+function check(name, ok, detail) {
+    console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}${ok ? '' : ': ' + detail}`);
+    if (!ok) failures++;
+}
+function same(name, a, b) {
+    check(name, JSON.stringify(a) === JSON.stringify(b), `${JSON.stringify(a)} != ${JSON.stringify(b)}`);
+}
+
+const messages = [{ role: 'user', content: 'Once upon a time' }];
+const prompt = 'Once upon a time, there was a little';
+
+// --- Ollama ---
+const version = await ollama.version();
+check('ollama version', typeof version.version === 'string' && version.version.length > 0, JSON.stringify(version));
+const tags = await ollama.list();
+check('ollama list names the model', tags.models.some(m => m.name === model || m.model === model), JSON.stringify(tags));
+
+const oChat = await ollama.chat({ model, messages, stream: false, options: { temperature: 0, num_predict: MAX_TOKENS } });
+check('ollama chat done', oChat.done === true && ['stop', 'length'].includes(oChat.done_reason), JSON.stringify(oChat));
+check('ollama chat counts', oChat.eval_count > 0 && oChat.prompt_eval_count > 0 && oChat.total_duration > 0, JSON.stringify(oChat));
+let streamed = '', last = null;
+for await (const part of await ollama.chat({ model, messages, stream: true, options: { temperature: 0, num_predict: MAX_TOKENS } })) {
+    streamed += part.message.content;
+    last = part;
+}
+same('ollama chat streamed == not streamed', streamed, oChat.message.content);
+check('ollama chat stream ends done', last && last.done === true && last.eval_count === oChat.eval_count, JSON.stringify(last));
+
+const oGen = await ollama.generate({ model, prompt, raw: true, stream: false, options: { temperature: 0, num_predict: MAX_TOKENS } });
+let genStreamed = '';
+for await (const part of await ollama.generate({ model, prompt, raw: true, stream: true, options: { temperature: 0, num_predict: MAX_TOKENS } })) {
+    genStreamed += part.response;
+}
+same('ollama generate streamed == not streamed', genStreamed, oGen.response);
+
+const shown = await ollama.show({ model });
+check('ollama show has details', shown.details && typeof shown.details.family === 'string', JSON.stringify(shown.details));
+const ps = await ollama.ps();
+check('ollama ps lists the loaded model', ps.models.some(m => m.name === model || m.model === model), JSON.stringify(ps));
+
+// --- OpenAI ---
+const models = await openai.models.list();
+check('openai models list the model', models.data.some(m => m.id === model), JSON.stringify(models.data));
+const cc = await openai.chat.completions.create({ model, messages, max_tokens: MAX_TOKENS, temperature: 0 });
+same('openai chat == ollama chat (greedy)', cc.choices[0].message.content, oChat.message.content);
+check('openai chat usage', cc.usage.completion_tokens === oChat.eval_count
+    && cc.usage.total_tokens === cc.usage.prompt_tokens + cc.usage.completion_tokens
+    && typeof cc.usage.prompt_tokens_details?.cached_tokens === 'number', JSON.stringify(cc.usage));
+const ccStream = await openai.chat.completions.create({
+    model, messages, max_tokens: MAX_TOKENS, temperature: 0, stream: true, stream_options: { include_usage: true },
+});
+let ccText = '', ccUsage = null, ccFinish = null;
+for await (const chunk of ccStream) {
+    if (chunk.choices.length > 0) {
+        ccText += chunk.choices[0].delta?.content ?? '';
+        ccFinish = chunk.choices[0].finish_reason ?? ccFinish;
+    }
+    if (chunk.usage) ccUsage = chunk.usage;
+}
+same('openai chat streamed == not streamed', ccText, cc.choices[0].message.content);
+same('openai stream finish_reason', ccFinish, cc.choices[0].finish_reason);
+check('openai stream usage chunk', ccUsage && ccUsage.completion_tokens === cc.usage.completion_tokens
+    && ccUsage.prompt_tokens === cc.usage.prompt_tokens, JSON.stringify(ccUsage));
+
+const comp = await openai.completions.create({ model, prompt, max_tokens: MAX_TOKENS, temperature: 0 });
+same('openai completion == ollama raw generate (greedy)', comp.choices[0].text, oGen.response);
+let compText = '';
+for await (const chunk of await openai.completions.create({ model, prompt, max_tokens: MAX_TOKENS, temperature: 0, stream: true })) {
+    compText += chunk.choices[0]?.text ?? '';
+}
+same('openai completion streamed == not streamed', compText, comp.choices[0].text);
+
+// --- Anthropic ---
+const msg = await anthropic.messages.create({ model, max_tokens: MAX_TOKENS, temperature: 0, messages });
+const msgText = msg.content.filter(b => b.type === 'text').map(b => b.text).join('');
+same('anthropic message == ollama chat (greedy)', msgText, oChat.message.content);
+check('anthropic stop_reason', ['end_turn', 'max_tokens', 'stop_sequence'].includes(msg.stop_reason), msg.stop_reason);
+check('anthropic usage', msg.usage.output_tokens === oChat.eval_count
+    && msg.usage.input_tokens + (msg.usage.cache_read_input_tokens ?? 0) === cc.usage.prompt_tokens, JSON.stringify(msg.usage));
+const stream = anthropic.messages.stream({ model, max_tokens: MAX_TOKENS, temperature: 0, messages });
+let anthText = '';
+stream.on('text', t => { anthText += t; });
+const final = await stream.finalMessage();
+same('anthropic streamed == not streamed', anthText, msgText);
+same('anthropic stream final message text', final.content.filter(b => b.type === 'text').map(b => b.text).join(''), msgText);
+same('anthropic stream output_tokens', final.usage.output_tokens, msg.usage.output_tokens);
+const counted = await anthropic.messages.countTokens({ model, messages });
+same('anthropic count_tokens == openai prompt_tokens', counted.input_tokens, cc.usage.prompt_tokens);
+
+// --- errors in each API's own shape ---
+try {
+    await anthropic.messages.create({ model: 'no-such-model', max_tokens: 4, messages });
+    check('anthropic unknown model fails', false, 'no error');
+} catch (e) {
+    check('anthropic unknown model → 404 not_found_error', e.status === 404 && e.error?.error?.type === 'not_found_error', `${e.status} ${JSON.stringify(e.error)}`);
+}
+try {
+    await openai.chat.completions.create({ model: 'no-such-model', messages });
+    check('openai unknown model fails', false, 'no error');
+} catch (e) {
+    check('openai unknown model → 404 with message', e.status === 404 && typeof e.error?.message === 'string', `${e.status} ${JSON.stringify(e.error)}`);
+}
+try {
+    await ollama.chat({ model: 'no-such-model', messages });
+    check('ollama unknown model fails', false, 'no error');
+} catch (e) {
+    check('ollama unknown model → 404', e.status_code === 404 && /no-such-model/.test(e.error ?? e.message), `${e.status_code} ${e.message}`);
+}
+
+console.log(failures === 0 ? 'all client checks passed' : `${failures} client checks failed`);
+process.exit(failures === 0 ? 0 : 1);
