@@ -1,25 +1,45 @@
 package dev.forkpoint.chat;
 
 import dev.forkpoint.InvalidInputException;
+import dev.forkpoint.format.ModelFormatException;
 import dev.forkpoint.tokenizer.Tokenizer;
 
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 
 /**
  * A model's chat template: renders messages (and tools) to the raw prompt, and knows how the model writes tool calls.
  *
- * <p>INTERIM implementation (API pinned): the Jinja template is not rendered yet; every model gets the plain format
- * below. The Jinja engine replaces the body, not the API.
+ * <p>With a Jinja source ({@code tokenizer.chat_template}) the template is rendered as Hugging Face transformers does
+ * (see {@link JinjaTemplate}) with {@code messages}, {@code tools} (only when there are some), {@code
+ * add_generation_prompt}, {@code bos_token} and {@code eos_token}. Messages are passed in the OpenAI shape: {@code
+ * role}, {@code content}, and only where present {@code tool_calls} ({@code {"id","type":"function","function":
+ * {"name","arguments"}}}, arguments as an object), {@code tool_call_id} and {@code name}. When the tokenizer adds BOS
+ * itself, a BOS the template writes at the start is dropped (no double BOS).
  *
  * <p>Plain format (models without a template): the messages' contents joined by a blank line, roles unmarked.
+ *
+ * <p>Immutable and thread-safe; the Jinja source is parsed once.
  */
 public final class ChatTemplate {
+    private static final Set<String> PLAIN_ROLES = Set.of("system", "user", "assistant", "tool");
+
     private final String source;
     private final Tokenizer tokenizer;
+    private final JinjaTemplate jinja;
+    private final ToolCallFormat toolCallFormat;
 
-    private ChatTemplate(String source, Tokenizer tokenizer) {
+    private ChatTemplate(String source, Tokenizer tokenizer, JinjaTemplate jinja) {
         this.source = source;
         this.tokenizer = tokenizer;
+        this.jinja = jinja;
+        this.toolCallFormat = detectFormat(source);
     }
 
     /**
@@ -28,27 +48,133 @@ public final class ChatTemplate {
      * {@link dev.forkpoint.format.ModelFormatException} naming the template.
      */
     public static ChatTemplate of(String source, Tokenizer tokenizer) {
-        return new ChatTemplate(source, tokenizer);
+        return of(source, tokenizer, null);
+    }
+
+    /** As {@link #of(String, Tokenizer)}; {@code file} (may be null) is the model file errors name. */
+    public static ChatTemplate of(String source, Tokenizer tokenizer, Path file) {
+        if (source == null) return new ChatTemplate(null, tokenizer, null);
+        try {
+            return new ChatTemplate(source, tokenizer, JinjaTemplate.compile(source));
+        } catch (IllegalArgumentException e) {
+            throw new ModelFormatException(file == null ? Path.of("model") : file, "tokenizer.chat_template",
+                    "the Jinja template does not parse: " + e.getMessage());
+        }
     }
 
     /** The Jinja source, or null for the plain format. */
     public String source() { return source; }
 
     /** How this model writes tool calls (from the template's text). */
-    public ToolCallFormat toolCallFormat() { return ToolCallFormat.NONE; }
+    public ToolCallFormat toolCallFormat() { return toolCallFormat; }
 
     /**
      * Renders {@code messages} with {@code tools} (may be empty); with {@code addGenerationPrompt} the prompt ends where
      * the assistant's reply begins. A role the template refuses, an empty message list or a template error
      * ({@code raise_exception}) throws {@link InvalidInputException} naming the message or the template's message.
+     *
+     * <p>{@link RenderedChat#messageEnds()} come from rendering growing prefixes of the messages (without generation
+     * prompt): where a prefix's rendering is not a prefix of the whole prompt (templates that render a message
+     * differently once later ones exist), that message's end is -1.
      */
     public RenderedChat render(List<ChatMessage> messages, List<ToolDefinition> tools, boolean addGenerationPrompt) {
         if (messages.isEmpty()) throw new InvalidInputException("messages must not be empty");
+        if (tools == null) tools = List.of();
+        if (jinja == null) return renderPlain(messages);
+        List<Object> messageMaps = new ArrayList<>(messages.size());
+        for (ChatMessage m : messages) messageMaps.add(messageMap(m));
+        List<Object> toolMaps = new ArrayList<>(tools.size());
+        for (ToolDefinition t : tools) toolMaps.add(toolMap(t));
+
+        String full = renderJinja(messageMaps, toolMaps, addGenerationPrompt);
+        String prompt = stripBos(full);
+        int offset = full.length() - prompt.length();
+        int[] ends = new int[messages.size()];
+        for (int i = 0; i < messages.size(); i++) {
+            String part;
+            if (i == messages.size() - 1 && !addGenerationPrompt) {
+                part = full;
+            } else {
+                try {
+                    part = renderJinja(messageMaps.subList(0, i + 1), toolMaps, false);
+                } catch (InvalidInputException e) {
+                    part = null;  // the template refuses this prefix (e.g. it must end with a user turn)
+                }
+            }
+            boolean ok = part != null && full.startsWith(part) && part.length() - offset > 0
+                    && (i == 0 || part.length() - offset > ends[i - 1]);
+            ends[i] = ok ? part.length() - offset : -1;
+        }
+        return new RenderedChat(prompt, ends);
+    }
+
+    private String renderJinja(List<Object> messages, List<Object> tools, boolean addGenerationPrompt) {
+        Map<String, Object> vars = new HashMap<>();
+        vars.put("messages", messages);
+        if (!tools.isEmpty()) vars.put("tools", tools);
+        vars.put("add_generation_prompt", addGenerationPrompt);
+        vars.put("bos_token", piece(tokenizer.bosId()));
+        vars.put("eos_token", piece(tokenizer.eosId()));
+        return jinja.render(vars);
+    }
+
+    private String piece(int id) {
+        return id < 0 ? "" : tokenizer.piece(id);
+    }
+
+    private String stripBos(String text) {
+        String bos = piece(tokenizer.bosId());
+        if (tokenizer.addsBos() && !bos.isEmpty() && text.startsWith(bos)) return text.substring(bos.length());
+        return text;
+    }
+
+    private static Map<String, Object> messageMap(ChatMessage m) {
+        Map<String, Object> map = new LinkedHashMap<>();
+        map.put("role", m.role());
+        map.put("content", m.content());
+        if (!m.toolCalls().isEmpty()) {
+            List<Object> calls = new ArrayList<>();
+            for (ToolCall c : m.toolCalls()) {
+                Map<String, Object> function = new LinkedHashMap<>();
+                function.put("name", c.name());
+                function.put("arguments", PyJson.toPlain(ToolCallParser.argumentsObject(c.arguments())));
+                Map<String, Object> call = new LinkedHashMap<>();
+                call.put("id", c.id());
+                call.put("type", "function");
+                call.put("function", function);
+                calls.add(call);
+            }
+            map.put("tool_calls", calls);
+        }
+        if (m.toolCallId() != null) map.put("tool_call_id", m.toolCallId());
+        if (m.toolName() != null) map.put("name", m.toolName());
+        return map;
+    }
+
+    private static Map<String, Object> toolMap(ToolDefinition t) {
+        Map<String, Object> function = new LinkedHashMap<>();
+        function.put("name", t.name());
+        function.put("description", t.description() == null ? "" : t.description());
+        Object parameters = PyJson.toPlain(t.parameters());
+        if (parameters == null) {
+            Map<String, Object> empty = new LinkedHashMap<>();
+            empty.put("type", "object");
+            empty.put("properties", new LinkedHashMap<>());
+            parameters = empty;
+        }
+        function.put("parameters", parameters);
+        Map<String, Object> tool = new LinkedHashMap<>();
+        tool.put("type", "function");
+        tool.put("function", function);
+        return tool;
+    }
+
+    private static RenderedChat renderPlain(List<ChatMessage> messages) {
         StringBuilder prompt = new StringBuilder();
         int[] ends = new int[messages.size()];
         for (int i = 0; i < messages.size(); i++) {
             ChatMessage m = messages.get(i);
-            if (!List.of("system", "user", "assistant", "tool").contains(m.role())) {
+            if (!PLAIN_ROLES.contains(m.role())) {
                 throw new InvalidInputException("messages[" + i + "].role must be system, user, assistant or tool, got '" + m.role() + "'");
             }
             if (i > 0) prompt.append("\n\n");
@@ -60,14 +186,40 @@ public final class ChatTemplate {
 
     /** Splits a finished assistant output into content and tool calls, per {@link #toolCallFormat()}. */
     public AssistantReply parseReply(String output) {
-        return new AssistantReply(output, List.of());
+        return ToolCallParser.parse(toolCallFormat, output);
     }
 
     /**
      * Token offsets of the rendered messages' ends in {@code tokenizer.encode(chat.prompt(), true, true)}, ascending and
-     * within the prompt's tokens: the {@link dev.forkpoint.engine.GenerationRequest#messageBoundaries()}.
+     * within the prompt's tokens: the {@link dev.forkpoint.engine.GenerationRequest#messageBoundaries()}. An end whose
+     * text prefix does not encode to a prefix of the prompt's tokens (a token spanning the boundary) is left out.
      */
     public int[] tokenBoundaries(RenderedChat chat) {
-        return new int[0];
+        int[] full = tokenizer.encode(chat.prompt(), true, true);
+        boolean bos = tokenizer.addsBos() && tokenizer.bosId() >= 0;
+        int[] out = new int[chat.messageEnds().length];
+        int n = 0, previous = 0;
+        for (int end : chat.messageEnds()) {
+            if (end <= 0 || end > chat.prompt().length()) continue;
+            int[] part = tokenizer.encode(chat.prompt().substring(0, end), false, true);
+            int length = part.length + (bos ? 1 : 0);
+            if (length <= previous || length > full.length) continue;
+            if (bos && full[0] != tokenizer.bosId()) continue;
+            if (!Arrays.equals(part, 0, part.length, full, bos ? 1 : 0, length)) continue;
+            out[n++] = length;
+            previous = length;
+        }
+        return Arrays.copyOf(out, n);
+    }
+
+    /** The tool-call format the template's text shows. */
+    static ToolCallFormat detectFormat(String source) {
+        if (source == null) return ToolCallFormat.NONE;
+        if (source.contains("<tool_call>")) return ToolCallFormat.QWEN_XML;
+        if (source.contains("<|python_tag|>") || source.contains("ipython")
+                || (source.contains("\"parameters\"") && source.contains("tools"))) {
+            return ToolCallFormat.LLAMA3_JSON;
+        }
+        return ToolCallFormat.NONE;
     }
 }
