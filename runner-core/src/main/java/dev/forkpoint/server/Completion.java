@@ -22,6 +22,7 @@ public final class Completion implements AutoCloseable {
     private final long submitNanos;
     private long lastTextNanos;
     private int cachedTokens;
+    private volatile boolean countedCancel;
 
     Completion(ServedModel model, GenerationStream stream, ServerMetrics metrics, long submitNanos) {
         this.model = model;
@@ -68,7 +69,17 @@ public final class Completion implements AutoCloseable {
         }
     }
 
-    public void cancel() { stream.cancel(); }
+    /** Cancels the generation (counted once in the metrics when it had not finished). */
+    public void cancel() {
+        if (!stream.isFinished()) countCancel();
+        stream.cancel();
+    }
+
+    private synchronized void countCancel() {
+        if (countedCancel) return;
+        countedCancel = true;
+        metrics.cancelled(model.name());
+    }
 
     public boolean isFinished() { return stream.isFinished(); }
 
@@ -76,7 +87,9 @@ public final class Completion implements AutoCloseable {
     public boolean isDrained() { return stream.isDrained(); }
 
     @Override
-    public void close() { stream.close(); }
+    public void close() {
+        if (!stream.isFinished()) cancel();
+    }
 
     private void observe(GenerationEvent e) {
         long now = System.nanoTime();
@@ -90,7 +103,7 @@ public final class Completion implements AutoCloseable {
             }
             case GenerationEvent.Done d -> metrics.completed(m, d.result());
             case GenerationEvent.Failed f -> {
-                if (f.error() instanceof GenerationCancelledException) metrics.cancelled(m);
+                if (f.error() instanceof GenerationCancelledException) countCancel();
             }
         }
     }
