@@ -32,7 +32,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.function.Consumer;
 
 /**
  * Ollama's API with Ollama's field names: {@code GET|HEAD /}, {@code POST /api/generate}, {@code POST /api/chat},
@@ -409,12 +408,12 @@ public final class OllamaApi implements ServerApi {
         return Long.toString(n);
     }
 
-    /** The most common tensor type (the file's quantisation in Ollama's sense). */
+    /** The most common tensor type other than F32 (norms are F32 in every file), or F32 for an all-F32 file. */
     private static String quantization(ModelInfo info) {
-        String best = "";
-        int count = -1;
+        String best = "F32";
+        int count = 0;
         for (var e : info.tensorTypes().entrySet()) {
-            if (e.getValue() > count) {
+            if (!e.getKey().equals("F32") && e.getValue() > count) {
                 best = e.getKey();
                 count = e.getValue();
             }
