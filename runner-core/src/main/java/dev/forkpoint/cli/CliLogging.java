@@ -29,4 +29,11 @@ final class CliLogging {
         root.setLevel(level);
         root.addHandler(handler);
     }
+
+    /** Lets INFO lines of {@code loggerName} (and below) through even without --debug (the server's request log). */
+    static void enableInfo(String loggerName) {
+        Logger root = Logger.getLogger("");
+        for (var h : root.getHandlers()) if (h.getLevel().intValue() > Level.INFO.intValue()) h.setLevel(Level.INFO);
+        Logger.getLogger(loggerName).setLevel(Level.INFO);
+    }
 }

@@ -1,0 +1,86 @@
+package dev.forkpoint.cli;
+
+import dev.forkpoint.engine.EngineOptions;
+import dev.forkpoint.server.ForkpointServer;
+import dev.forkpoint.server.ServerApi;
+import dev.forkpoint.server.ServerConfig;
+import dev.forkpoint.server.ollama.OllamaApi;
+import dev.forkpoint.server.runner.RunnerApi;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParentCommand;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code forkpoint serve}: the HTTP server (Ollama API, the Ollama runner protocol, /metrics) until interrupted.
+ * Loopback by default; prints the address it listens on. One request log line per request on stderr.
+ */
+@Command(name = "serve", mixinStandardHelpOptions = true, showDefaultValues = true, sortOptions = false,
+        description = "Serve models over HTTP (Ollama API, Ollama runner protocol, Prometheus /metrics).")
+final class ServeCommand implements Callable<Integer> {
+    @ParentCommand
+    Main main;
+
+    @Option(names = {"-m", "--model"}, paramLabel = "MODEL",
+            description = "A .gguf file or an Ollama model name, loaded at startup (repeatable). Default: the local Ollama"
+                    + " store's models, loaded on first use (the built-in demo model when the store is empty).")
+    List<String> models = new ArrayList<>();
+
+    @Option(names = "--host", paramLabel = "ADDR", description = "Address to listen on (use 0.0.0.0 to accept remote clients).")
+    String host = ServerConfig.DEFAULT_HOST;
+
+    @Option(names = "--port", paramLabel = "N", description = "Port; 0 = any free port.")
+    int port = ServerConfig.DEFAULT_PORT;
+
+    @Option(names = "--parallel", paramLabel = "N", description = "Requests evaluated together per model.")
+    int parallel = 4;
+
+    @Option(names = "--api-key", paramLabel = "KEY", description = "Require this key (Authorization: Bearer KEY or x-api-key: KEY).")
+    String apiKey;
+
+    @Option(names = {"-t", "--threads"}, paramLabel = "N", description = "Worker threads per model; the default is the number of available processors.")
+    int threads = Runtime.getRuntime().availableProcessors();
+
+    @Option(names = "--kv-cache-bytes", paramLabel = "BYTES",
+            description = "KV cache budget per model in bytes; 0 = room for two sequences of the default num_ctx (committed only as used).")
+    long kvCacheBytes = 0;
+
+    @Option(names = "--kv-type", paramLabel = "f32|f16", description = "Element type of cached keys and values.")
+    String kvType = "f32";
+
+    @Option(names = "--keep-alive", paramLabel = "SECONDS", description = "Seconds a store model stays loaded after its last request; negative = forever.")
+    long keepAliveSeconds = ServerConfig.DEFAULT_KEEP_ALIVE.toSeconds();
+
+    @Option(names = "--max-body-bytes", paramLabel = "BYTES", description = "Largest request body accepted.")
+    long maxBodyBytes = ServerConfig.DEFAULT_MAX_BODY_BYTES;
+
+    /** The APIs `serve` installs. */
+    static List<ServerApi> apis() {
+        return List.of(new OllamaApi(), new RunnerApi());
+    }
+
+    @Override
+    public Integer call() throws InterruptedException {
+        CliEnvironment env = main.environment();
+        CliLogging.enableInfo("dev.forkpoint.server");
+        ServerConfig config = new ServerConfig(host, port, models, parallel, 512, apiKey, threads,
+                new EngineOptions(kvCacheBytes, EngineOptions.parseKvType(kvType)), Duration.ofSeconds(keepAliveSeconds),
+                maxBodyBytes, env.env());
+        if (models.isEmpty()) env.err().println("note: no --model given; serving the models of the local Ollama store (loaded on first use)");
+        ForkpointServer server = ForkpointServer.start(config, apis());
+        CountDownLatch stopped = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(Thread.ofPlatform().unstarted(() -> {
+            server.close();
+            stopped.countDown();
+        }));
+        env.out().println("forkpoint: listening on " + server.address());
+        env.out().flush();
+        stopped.await();
+        return ExitCodes.OK;
+    }
+}

@@ -1,0 +1,41 @@
+package dev.forkpoint.server;
+
+import dev.forkpoint.InvalidInputException;
+import dev.forkpoint.engine.GenerationCancelledException;
+import dev.forkpoint.engine.QueueFullException;
+
+/**
+ * An error as the client sees it: an HTTP status, the kind (so that each API can pick its own error type name), a
+ * message that says what was wrong, the request field it concerns (null when none) and, for {@link Kind#BUSY}, the
+ * seconds to wait. Built by {@link #of(Throwable)}, the one place exceptions map to statuses:
+ * <ul>
+ *   <li>{@link UnauthorizedException} → 401; {@link ModelNotFoundException} → 404; {@link PayloadTooLargeException} → 413
+ *   <li>{@link InvalidInputException} (bad JSON, wrong types, bad options, context overflow …) → 400
+ *   <li>{@link QueueFullException} → 503 with Retry-After
+ *   <li>{@link GenerationCancelledException} → 499 (the client is gone; nothing is sent)
+ *   <li>anything else → 500 "internal error: …" with a short message; the stack trace goes to the log only
+ * </ul>
+ */
+public record ApiError(int status, Kind kind, String message, String param, int retryAfterSeconds) {
+    public enum Kind { BAD_REQUEST, UNAUTHORIZED, NOT_FOUND, PAYLOAD_TOO_LARGE, BUSY, CANCELLED, INTERNAL }
+
+    private static final System.Logger LOG = System.getLogger(ApiError.class.getName());
+
+    public static ApiError of(Throwable e) {
+        return switch (e) {
+            case UnauthorizedException u -> new ApiError(401, Kind.UNAUTHORIZED, u.getMessage(), null, 0);
+            case ModelNotFoundException m -> new ApiError(404, Kind.NOT_FOUND, m.getMessage(), "model", 0);
+            case PayloadTooLargeException p -> new ApiError(413, Kind.PAYLOAD_TOO_LARGE, p.getMessage(), null, 0);
+            case BadFieldException b -> new ApiError(400, Kind.BAD_REQUEST, b.getMessage(), b.field(), 0);
+            case InvalidInputException i -> new ApiError(400, Kind.BAD_REQUEST, i.getMessage(), null, 0);
+            case QueueFullException q -> new ApiError(503, Kind.BUSY, q.getMessage(), null, q.retryAfterSeconds());
+            case GenerationCancelledException c -> new ApiError(499, Kind.CANCELLED, c.getMessage(), null, 0);
+            default -> {
+                LOG.log(System.Logger.Level.ERROR, "internal error: " + e, e);
+                String detail = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
+                if (detail.length() > 200) detail = detail.substring(0, 200) + "…";
+                yield new ApiError(500, Kind.INTERNAL, "internal error: " + detail, null, 0);
+            }
+        };
+    }
+}

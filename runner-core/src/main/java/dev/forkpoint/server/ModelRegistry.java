@@ -1,0 +1,310 @@
+package dev.forkpoint.server;
+
+import dev.forkpoint.InvalidInputException;
+import dev.forkpoint.engine.LoadProgress;
+import dev.forkpoint.engine.LoadedModel;
+import dev.forkpoint.engine.Scheduler;
+import dev.forkpoint.engine.SchedulerOptions;
+import dev.forkpoint.store.DefaultModel;
+import dev.forkpoint.store.ModelResolver;
+import dev.forkpoint.store.OllamaName;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * The models a server serves, by name, each with one {@link Scheduler}. Two modes:
+ * <ul>
+ *   <li><b>pinned</b> ({@code --model} given): those models, loaded at construction, never unloaded. A model answers to
+ *       the name given, its file name, the file name without {@code .gguf}, each also with {@code :latest}
+ *       (case-insensitive); it is reported by its Ollama name, or its file name for a path.
+ *   <li><b>store</b> (no {@code --model}): the local Ollama store's models, loaded on a request's first use and unloaded
+ *       once unused for their keep-alive (the request's {@code keep_alive}, else the server's default; 0 = right after
+ *       the request, negative = never); when the store is empty, the built-in demo model as {@value #DEFAULT_NAME}.
+ * </ul>
+ * A name that is not served throws {@link ModelNotFoundException} (404) listing what is.
+ */
+public final class ModelRegistry implements AutoCloseable {
+    public static final String DEFAULT_NAME = "forkpoint-default:latest";
+    private static final System.Logger LOG = System.getLogger(ModelRegistry.class.getName());
+
+    private final ServerConfig config;
+    private final ServerMetrics metrics;
+    private final ModelResolver resolver;
+    private final boolean pinned;
+    private final Map<String, Entry> entries = new ConcurrentHashMap<>();   // by canonical name
+    private final Map<String, String> aliases = new LinkedHashMap<>();      // pinned: lower-case alias → canonical
+    private final ScheduledExecutorService reaper;
+
+    private static final class Entry {
+        final String name;
+        final Path path;
+        final String digest;
+        final ReentrantLock lock = new ReentrantLock();
+        ServedModel served;
+        int users;
+        long expiresAt = Long.MAX_VALUE;   // nanoTime
+
+        Entry(String name, Path path, String digest) {
+            this.name = name;
+            this.path = path;
+            this.digest = digest;
+        }
+    }
+
+    ModelRegistry(ServerConfig config, ServerMetrics metrics) {
+        this.config = config;
+        this.metrics = metrics;
+        this.resolver = ModelResolver.fromEnvironment(config.env());
+        this.pinned = !config.models().isEmpty();
+        if (pinned) {
+            try {
+                for (String m : config.models()) pin(m);
+            } catch (RuntimeException | Error e) {
+                close();
+                throw e;
+            }
+            reaper = null;
+        } else {
+            reaper = Executors.newSingleThreadScheduledExecutor(r -> Thread.ofPlatform().name("forkpoint-keepalive").daemon().unstarted(r));
+            reaper.scheduleWithFixedDelay(this::reap, 1, 1, TimeUnit.SECONDS);
+        }
+    }
+
+    /** Whether the models were given with --model (loaded at startup, never unloaded). */
+    public boolean pinned() { return pinned; }
+
+    private void pin(String given) {
+        Path path = resolver.resolve(given);
+        boolean isPath = !path.getFileName().toString().startsWith("sha256-");   // an Ollama name resolves to a blob
+        String file = path.getFileName().toString();
+        String name = isPath ? file : OllamaName.parse(given).displayName();
+        if (entries.containsKey(name)) throw new InvalidInputException("--model " + given + " is given twice (as " + name + ")");
+        Entry e = new Entry(name, path, blobDigest(path));
+        entries.put(name, e);
+        String stem = file.toLowerCase(Locale.ROOT).endsWith(".gguf") ? file.substring(0, file.length() - 5) : file;
+        for (String a : List.of(name, given, file, stem)) {
+            aliases.putIfAbsent(a.toLowerCase(Locale.ROOT), name);
+            if (!a.contains(":")) aliases.putIfAbsent(a.toLowerCase(Locale.ROOT) + ":latest", name);
+        }
+        e.lock.lock();
+        try {
+            load(e);
+        } finally {
+            e.lock.unlock();
+        }
+    }
+
+    /**
+     * Holds the model {@code name}, loading it first if needed. {@code keepAlive}: how long it stays loaded after this
+     * request (null = the server's default; 0 = unloaded right after; negative = forever); ignored for pinned models.
+     */
+    public ModelLease acquire(String name, Duration keepAlive) {
+        if (name == null || name.isBlank()) throw new BadFieldException("model", "model is required");
+        Entry e = entry(name);
+        Duration keep = keepAlive == null ? config.keepAlive() : keepAlive;
+        e.lock.lock();
+        long loadNanos = 0;
+        try {
+            if (e.served == null) loadNanos = load(e);
+            e.users++;
+        } finally {
+            e.lock.unlock();
+        }
+        ServedModel served = e.served;
+        return new ModelLease(served, loadNanos, () -> release(e, keep));
+    }
+
+    /** The model a single-model protocol (the runner) serves: the first --model, else the store's first model. */
+    public ModelLease acquireDefault() {
+        if (pinned) return acquire(config.models().getFirst(), null);
+        List<ModelListing> list = available();
+        if (list.isEmpty()) throw new ModelNotFoundException("no model to serve");
+        return acquire(list.getFirst().name(), null);
+    }
+
+    /** The loaded models now. */
+    public List<ServedModel> loaded() {
+        List<ServedModel> out = new ArrayList<>();
+        for (Entry e : entries.values()) {
+            ServedModel s = e.served;
+            if (s != null) out.add(s);
+        }
+        out.sort(java.util.Comparator.comparing(ServedModel::name));
+        return out;
+    }
+
+    /** When a loaded model unloads if unused, or null when never (pinned, or keep_alive negative, or in use). */
+    public Instant expiresAt(ServedModel model) {
+        Entry e = entries.get(model.name());
+        if (e == null || pinned || e.users > 0 || e.expiresAt == Long.MAX_VALUE) return null;
+        return Instant.now().plusNanos(e.expiresAt - System.nanoTime());
+    }
+
+    /** Every model a request may name, sorted by name. */
+    public List<ModelListing> available() {
+        List<ModelListing> out = new ArrayList<>();
+        if (pinned) {
+            for (Entry e : entries.values()) out.add(listing(e.name, e.path, true));
+        } else {
+            for (String name : resolver.available()) {
+                Path path;
+                try {
+                    path = resolver.resolveName(OllamaName.parse(name));
+                } catch (InvalidInputException ex) {
+                    continue;   // safetensors-only or broken manifests are not servable
+                }
+                Entry e = entries.get(name);
+                out.add(listing(name, path, e != null && e.served != null));
+            }
+            if (out.isEmpty()) {
+                Entry e = entries.get(DEFAULT_NAME);
+                Path p = DefaultModel.cacheDirectory(config.env()).resolve(DefaultModel.FILE_NAME);
+                out.add(listing(DEFAULT_NAME, p, e != null && e.served != null));
+            }
+        }
+        out.sort(java.util.Comparator.comparing(ModelListing::name));
+        return out;
+    }
+
+    private ModelListing listing(String name, Path path, boolean loaded) {
+        long size = -1;
+        Instant modified = null;
+        try {
+            if (Files.exists(path)) {
+                size = Files.size(path);
+                modified = Files.getLastModifiedTime(path).toInstant();
+            }
+        } catch (IOException ignored) {
+            // reported as unknown
+        }
+        return new ModelListing(name, path, size, modified, blobDigest(path), loaded);
+    }
+
+    private Entry entry(String name) {
+        if (pinned) {
+            String canonical = aliases.get(name.toLowerCase(Locale.ROOT));
+            if (canonical == null) throw notFound(name);
+            return entries.get(canonical);
+        }
+        String canonical;
+        try {
+            canonical = OllamaName.parse(name).displayName();
+        } catch (InvalidInputException ex) {
+            throw notFound(name);
+        }
+        Entry existing = entries.get(canonical);
+        if (existing != null) return existing;
+        List<String> available = resolver.available();
+        for (String a : available) {
+            if (a.equalsIgnoreCase(canonical)) {
+                Path path = resolver.resolveName(OllamaName.parse(a));
+                return entries.computeIfAbsent(a, n -> new Entry(n, path, blobDigest(path)));
+            }
+        }
+        if (canonical.equals(DEFAULT_NAME) && available().stream().anyMatch(l -> l.name().equals(DEFAULT_NAME))) {
+            return entries.computeIfAbsent(DEFAULT_NAME, n ->
+                    new Entry(n, DefaultModel.ensure(DefaultModel.cacheDirectory(config.env())), null));
+        }
+        throw notFound(name);
+    }
+
+    private ModelNotFoundException notFound(String name) {
+        List<String> names = available().stream().map(ModelListing::name).toList();
+        return new ModelNotFoundException("model '" + name + "' not found" + (names.isEmpty() ? "" : "; available: " + String.join(", ", names)));
+    }
+
+    /** Loads e (lock held); returns the nanoseconds it took. */
+    private long load(Entry e) {
+        long t0 = System.nanoTime();
+        LoadedModel model;
+        try {
+            model = LoadedModel.load(e.path, config.threads(), LoadProgress.NONE, config.engine());
+        } catch (IOException ex) {
+            throw new UncheckedIOException("cannot load " + e.path + ": " + ex.getMessage(), ex);
+        }
+        Scheduler scheduler;
+        try {
+            scheduler = new Scheduler(model, SchedulerOptions.defaults().withParallel(config.parallel()).withQueueLimit(config.queueLimit()));
+        } catch (RuntimeException | Error ex) {
+            model.close();
+            throw ex;
+        }
+        long nanos = System.nanoTime() - t0;
+        e.served = new ServedModel(e.name, e.path, e.digest, model, scheduler, metrics, nanos);
+        LOG.log(System.Logger.Level.INFO, String.format(Locale.ROOT, "loaded %s (%s) in %.0f ms", e.name, e.path, nanos / 1e6));
+        return nanos;
+    }
+
+    private void release(Entry e, Duration keep) {
+        e.lock.lock();
+        try {
+            e.users--;
+            if (pinned) return;
+            e.expiresAt = keep.isNegative() ? Long.MAX_VALUE : System.nanoTime() + keep.toNanos();
+            if (e.users == 0 && keep.isZero()) unload(e);
+        } finally {
+            e.lock.unlock();
+        }
+    }
+
+    private void reap() {
+        long now = System.nanoTime();
+        for (Entry e : entries.values()) {
+            if (!e.lock.tryLock()) continue;
+            try {
+                if (e.served != null && e.users == 0 && e.expiresAt != Long.MAX_VALUE && now - e.expiresAt >= 0) unload(e);
+            } catch (RuntimeException ex) {
+                LOG.log(System.Logger.Level.WARNING, "unloading " + e.name + " failed: " + ex);
+            } finally {
+                e.lock.unlock();
+            }
+        }
+    }
+
+    /** Unloads e (lock held). */
+    private void unload(Entry e) {
+        ServedModel s = e.served;
+        if (s == null) return;
+        e.served = null;
+        e.expiresAt = Long.MAX_VALUE;
+        s.close();
+        LOG.log(System.Logger.Level.INFO, "unloaded " + e.name);
+    }
+
+    /** The sha256 in an Ollama blob's file name ({@code sha256-<hex>}), else null. */
+    private static String blobDigest(Path path) {
+        String f = path.getFileName().toString();
+        return f.matches("sha256-[0-9a-f]{64}") ? f.substring(7) : null;
+    }
+
+    /** Unloads every model. */
+    @Override
+    public void close() {
+        if (reaper != null) reaper.shutdownNow();
+        for (Entry e : entries.values()) {
+            e.lock.lock();
+            try {
+                unload(e);
+            } catch (RuntimeException ex) {
+                LOG.log(System.Logger.Level.WARNING, "unloading " + e.name + " failed: " + ex);
+            } finally {
+                e.lock.unlock();
+            }
+        }
+    }
+}

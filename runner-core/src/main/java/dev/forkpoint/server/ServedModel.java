@@ -1,0 +1,126 @@
+package dev.forkpoint.server;
+
+import dev.forkpoint.chat.ChatMessage;
+import dev.forkpoint.chat.ChatTemplate;
+import dev.forkpoint.chat.RenderedChat;
+import dev.forkpoint.chat.ToolDefinition;
+import dev.forkpoint.engine.GenerationRequest;
+import dev.forkpoint.engine.LoadedModel;
+import dev.forkpoint.engine.ModelInfo;
+import dev.forkpoint.engine.Scheduler;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.List;
+
+/**
+ * A model the server has loaded: the engine's {@link LoadedModel}, the {@link Scheduler} that shares it between
+ * requests, its chat template, and what the APIs report about it. {@link #info()} (which hashes the file) is computed
+ * once. Requests reach it through a {@link ModelLease} from the {@link ModelRegistry}, which keeps it loaded while used.
+ */
+public final class ServedModel implements AutoCloseable {
+    private final String name;
+    private final Path path;
+    private final String digest;
+    private final LoadedModel model;
+    private final Scheduler scheduler;
+    private final ChatTemplate template;
+    private final ServerMetrics metrics;
+    private final Instant loadedAt = Instant.now();
+    private final long loadNanos;
+    private volatile ModelInfo info;
+
+    ServedModel(String name, Path path, String digest, LoadedModel model, Scheduler scheduler, ServerMetrics metrics, long loadNanos) {
+        this.name = name;
+        this.path = path;
+        this.digest = digest;
+        this.model = model;
+        this.scheduler = scheduler;
+        this.template = ChatTemplate.of(model.chatTemplateSource(), model.tokenizer());
+        this.metrics = metrics;
+        this.loadNanos = loadNanos;
+    }
+
+    /** The name the APIs report ("qwen3:0.6b", or the file name for a path given as --model). */
+    public String name() { return name; }
+
+    public Path path() { return path; }
+
+    public LoadedModel model() { return model; }
+
+    public Scheduler scheduler() { return scheduler; }
+
+    public ChatTemplate chatTemplate() { return template; }
+
+    public Instant loadedAt() { return loadedAt; }
+
+    /** How long loading took. */
+    public long loadNanos() { return loadNanos; }
+
+    /** The model file's sha256 (hex): from the Ollama blob name, or hashed once. */
+    public String digest() {
+        return digest != null ? digest : info().sha256();
+    }
+
+    /** What {@code show} reports; hashes the file on first call, cached afterwards. */
+    public ModelInfo info() {
+        ModelInfo i = info;
+        if (i == null) {
+            synchronized (this) {
+                if (info == null) {
+                    try {
+                        info = model.info();
+                    } catch (IOException e) {
+                        throw new UncheckedIOException("cannot read " + path + ": " + e.getMessage(), e);
+                    }
+                }
+                i = info;
+            }
+        }
+        return i;
+    }
+
+    /**
+     * Submits a request to this model's scheduler: a bad request throws {@link dev.forkpoint.InvalidInputException}
+     * (400), a full queue {@link dev.forkpoint.engine.QueueFullException} (503), both before anything is sent.
+     */
+    public Completion submit(GenerationRequest request) {
+        long start = System.nanoTime();
+        return new Completion(this, scheduler.submit(request), metrics, start);
+    }
+
+    /**
+     * Renders a chat with the model's template, ready to submit: the prompt ends where the assistant's reply begins, and
+     * the message ends become token boundaries (the prefix cache's fork points).
+     */
+    public ChatPrompt renderChat(List<ChatMessage> messages, List<ToolDefinition> tools) {
+        RenderedChat rendered = template.render(messages, tools == null ? List.of() : tools, true);
+        return new ChatPrompt(rendered.prompt(), template.tokenBoundaries(rendered), template);
+    }
+
+    /** Unloads: cancels queued work, releases the KV pool and the mapping. */
+    @Override
+    public void close() {
+        try {
+            scheduler.close();
+        } finally {
+            model.close();
+        }
+    }
+
+    /**
+     * A rendered chat.
+     *
+     * @param prompt     the raw prompt
+     * @param boundaries token offsets of the message ends ({@link GenerationRequest#messageBoundaries()})
+     * @param template   the template, to parse the reply ({@link ChatTemplate#parseReply})
+     */
+    public record ChatPrompt(String prompt, int[] boundaries, ChatTemplate template) {
+        /** The generation request for this chat with the given options (numCtx 0 = default; numBatch per GenerationRequest). */
+        public GenerationRequest request(dev.forkpoint.sampling.SamplingOptions sampling, int numCtx, int numBatch, String cacheSalt) {
+            return new GenerationRequest(prompt, sampling, numCtx, numBatch, boundaries, cacheSalt);
+        }
+    }
+}

@@ -1,0 +1,423 @@
+package dev.forkpoint.server.ollama;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.forkpoint.chat.AssistantReply;
+import dev.forkpoint.chat.ChatMessage;
+import dev.forkpoint.chat.ToolCallFormat;
+import dev.forkpoint.chat.ToolDefinition;
+import dev.forkpoint.engine.GenerationEvent;
+import dev.forkpoint.engine.GenerationRequest;
+import dev.forkpoint.engine.GenerationResult;
+import dev.forkpoint.engine.ModelInfo;
+import dev.forkpoint.server.ApiError;
+import dev.forkpoint.server.BadFieldException;
+import dev.forkpoint.server.ClientGoneException;
+import dev.forkpoint.server.Completion;
+import dev.forkpoint.server.EventStream;
+import dev.forkpoint.server.Json;
+import dev.forkpoint.server.ModelLease;
+import dev.forkpoint.server.ModelListing;
+import dev.forkpoint.server.ServedModel;
+import dev.forkpoint.server.ServerApi;
+import dev.forkpoint.server.ServerCore;
+import io.javalin.http.Context;
+import io.javalin.http.HandlerType;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * Ollama's API with Ollama's field names: {@code GET|HEAD /}, {@code POST /api/generate}, {@code POST /api/chat},
+ * {@code GET /api/tags}, {@code POST /api/show}, {@code GET /api/ps}, {@code GET /api/version}. Streaming (the default)
+ * is NDJSON; durations are nanoseconds; errors are {@code {"error":"…"}} with 400/401/404/413/500/503, and an error
+ * after streaming began is a final {@code {"error":"…"}} line.
+ *
+ * <p>The final chunk carries Ollama's {@code done_reason} (stop | length), {@code total_duration},
+ * {@code load_duration}, {@code prompt_eval_count} (prompt tokens evaluated: reused ones are not counted, as in Ollama),
+ * {@code prompt_eval_duration}, {@code eval_count}, {@code eval_duration}, and a Forkpoint extension:
+ * <b>{@code prompt_cache_count}</b>, the prompt tokens reused from the prefix cache
+ * ({@code prompt_eval_count + prompt_cache_count} = the prompt's tokens).
+ *
+ * <p>Refused with a 400 naming the field rather than ignored: {@code format} (JSON mode / schema: no constrained
+ * decoding yet), {@code images}, {@code suffix}, {@code template}, {@code context}, {@code think: true}.
+ * Model management ({@code pull}, {@code push}, {@code create}, {@code copy}, {@code delete}) and embeddings answer 501.
+ */
+public final class OllamaApi implements ServerApi {
+    private static final JsonNodeFactory F = JsonNodeFactory.instance;
+
+    private ServerCore core;
+
+    @Override
+    public void register(ServerCore core) {
+        this.core = core;
+        var routes = core.routes(OllamaApi::renderError);
+        routes.open(HandlerType.GET, "/", ctx -> ctx.contentType("text/plain; charset=utf-8").result("Ollama is running"));
+        routes.open(HandlerType.HEAD, "/", ctx -> ctx.contentType("text/plain; charset=utf-8"));
+        routes.post("/api/generate", this::generate);
+        routes.post("/api/chat", this::chat);
+        routes.get("/api/tags", this::tags);
+        routes.post("/api/show", this::show);
+        routes.get("/api/ps", this::ps);
+        routes.open(HandlerType.GET, "/api/version", ctx -> ctx.json(Map.of("version", core.version())));
+        for (String p : List.of("/api/pull", "/api/push", "/api/create", "/api/copy", "/api/embed", "/api/embeddings", "/api/blobs/{digest}")) {
+            routes.post(p, ctx -> notImplemented(ctx, p));
+        }
+        routes.delete("/api/delete", ctx -> notImplemented(ctx, "/api/delete"));
+    }
+
+    static void renderError(Context ctx, ApiError e) {
+        ctx.contentType("application/json").result(Json.write(Map.of("error", e.message())));
+    }
+
+    private static void notImplemented(Context ctx, String path) {
+        ctx.status(501).contentType("application/json").result(Json.write(Map.of("error", path
+                + " is not supported by Forkpoint (models are read from the local Ollama store or given with --model)")));
+    }
+
+    // ---- generate ----
+
+    private void generate(Context ctx) throws Exception {
+        long t0 = System.nanoTime();
+        var req = Json.read(ctx, OllamaRequests.Generate.class);
+        refuseFormat(req.format());
+        refuseThink(req.think());
+        if (req.images() != null && !req.images().isEmpty()) throw new BadFieldException("images", "images are not supported: Forkpoint runs text models only");
+        if (req.suffix() != null && !req.suffix().isEmpty()) throw new BadFieldException("suffix", "suffix (fill-in-the-middle) is not supported");
+        if (req.template() != null && !req.template().isEmpty()) throw new BadFieldException("template", "template overrides are not supported; the model's own chat template is used (or raw: true)");
+        if (req.context() != null && !req.context().isEmpty()) throw new BadFieldException("context", "context (token continuation) is not supported; send the whole text: the prefix cache reuses what was evaluated before");
+        OllamaOptions options = OllamaOptions.parse(req.options());
+        Duration keepAlive = KeepAlive.parse(req.keepAlive());
+        boolean stream = req.stream() == null || req.stream();
+        try (ModelLease lease = core.models().acquire(req.model(), keepAlive)) {
+            ServedModel model = lease.model();
+            String prompt = req.prompt() == null ? "" : req.prompt();
+            if (prompt.isEmpty() && (req.system() == null || req.system().isEmpty())) {
+                // Ollama: an empty prompt only loads (or, with keep_alive 0, unloads) the model
+                ObjectNode done = base(model.name());
+                done.put("response", "");
+                done.put("done", true);
+                done.put("done_reason", keepAlive != null && keepAlive.isZero() ? "unload" : "load");
+                ctx.json(done);
+                return;
+            }
+            GenerationRequest request;
+            if (Boolean.TRUE.equals(req.raw())) {
+                request = new GenerationRequest(prompt, options.sampling(), options.numCtx(), options.numBatch());
+            } else {
+                List<ChatMessage> messages = new ArrayList<>();
+                if (req.system() != null && !req.system().isEmpty()) messages.add(ChatMessage.of("system", req.system()));
+                if (!prompt.isEmpty()) messages.add(ChatMessage.of("user", prompt));
+                request = model.renderChat(messages, List.of()).request(options.sampling(), options.numCtx(), options.numBatch(), "");
+            }
+            Shape shape = new Shape() {
+                public void piece(ObjectNode chunk, String text) { chunk.put("response", text); }
+
+                public void whole(ObjectNode chunk, GenerationResult r, boolean streamed) { chunk.put("response", streamed ? "" : r.text()); }
+            };
+            respond(ctx, lease, request, stream, t0, shape);
+        }
+    }
+
+    // ---- chat ----
+
+    private void chat(Context ctx) throws Exception {
+        long t0 = System.nanoTime();
+        var req = Json.read(ctx, OllamaRequests.Chat.class);
+        refuseFormat(req.format());
+        refuseThink(req.think());
+        if (req.messages() == null) throw new BadFieldException("messages", "messages is required");
+        List<ChatMessage> messages = new ArrayList<>();
+        for (int i = 0; i < req.messages().size(); i++) messages.add(message(req.messages().get(i), i));
+        List<ToolDefinition> tools = new ArrayList<>();
+        if (req.tools() != null) {
+            for (int i = 0; i < req.tools().size(); i++) tools.add(tool(req.tools().get(i), i));
+        }
+        OllamaOptions options = OllamaOptions.parse(req.options());
+        Duration keepAlive = KeepAlive.parse(req.keepAlive());
+        boolean stream = req.stream() == null || req.stream();
+        try (ModelLease lease = core.models().acquire(req.model(), keepAlive)) {
+            ServedModel model = lease.model();
+            if (messages.isEmpty()) {   // Ollama: no messages only loads (or unloads) the model
+                ObjectNode done = base(model.name());
+                done.set("message", assistant(""));
+                done.put("done", true);
+                done.put("done_reason", keepAlive != null && keepAlive.isZero() ? "unload" : "load");
+                ctx.json(done);
+                return;
+            }
+            ServedModel.ChatPrompt chat = model.renderChat(messages, tools);
+            GenerationRequest request = chat.request(options.sampling(), options.numCtx(), options.numBatch(), "");
+            boolean parseTools = !tools.isEmpty() && chat.template().toolCallFormat() != ToolCallFormat.NONE;
+            Shape shape = new Shape() {
+                public void piece(ObjectNode chunk, String text) { chunk.set("message", assistant(text)); }
+
+                public boolean streamsPieces() { return !parseTools; }
+
+                public void whole(ObjectNode chunk, GenerationResult r, boolean streamed) {
+                    AssistantReply reply = parseTools ? chat.template().parseReply(r.text()) : new AssistantReply(r.text(), List.of());
+                    ObjectNode m = assistant(streamed && !parseTools ? "" : reply.content());
+                    if (!reply.toolCalls().isEmpty()) {
+                        ArrayNode calls = m.putArray("tool_calls");
+                        for (int i = 0; i < reply.toolCalls().size(); i++) {
+                            var c = reply.toolCalls().get(i);
+                            ObjectNode fn = calls.addObject().putObject("function");
+                            fn.put("index", i);
+                            fn.put("name", c.name());
+                            fn.set("arguments", c.arguments() == null ? F.objectNode() : c.arguments());
+                        }
+                    }
+                    chunk.set("message", m);
+                }
+            };
+            respond(ctx, lease, request, stream, t0, shape);
+        }
+    }
+
+    private static ChatMessage message(OllamaRequests.Message m, int i) {
+        if (m == null) throw new BadFieldException("messages[" + i + "]", "messages[" + i + "] must be an object, got null");
+        if (m.role() == null) throw new BadFieldException("messages[" + i + "].role", "messages[" + i + "].role is required");
+        if (m.images() != null && !m.images().isEmpty()) {
+            throw new BadFieldException("messages[" + i + "].images", "messages[" + i + "].images: images are not supported (text models only)");
+        }
+        List<dev.forkpoint.chat.ToolCall> calls = new ArrayList<>();
+        if (m.toolCalls() != null) {
+            for (int j = 0; j < m.toolCalls().size(); j++) {
+                var c = m.toolCalls().get(j);
+                String at = "messages[" + i + "].tool_calls[" + j + "]";
+                if (c == null || c.function() == null || c.function().name() == null) {
+                    throw new BadFieldException(at + ".function.name", at + ".function.name is required");
+                }
+                JsonNode args = c.function().arguments();
+                if (args != null && !args.isObject() && !args.isNull()) {
+                    throw new BadFieldException(at + ".function.arguments", at + ".function.arguments must be an object, got " + Json.describe(args));
+                }
+                calls.add(new dev.forkpoint.chat.ToolCall(c.id() != null ? c.id() : "call_" + i + "_" + j, c.function().name(),
+                        args == null || args.isNull() ? F.objectNode() : args));
+            }
+        }
+        return new ChatMessage(m.role(), m.content(), calls, null, m.toolName());
+    }
+
+    private static ToolDefinition tool(OllamaRequests.Tool t, int i) {
+        String at = "tools[" + i + "]";
+        if (t == null || t.function() == null) throw new BadFieldException(at + ".function", at + ".function is required");
+        if (t.type() != null && !t.type().equals("function")) {
+            throw new BadFieldException(at + ".type", at + ".type must be \"function\", got \"" + t.type() + "\"");
+        }
+        if (t.function().name() == null || t.function().name().isEmpty()) throw new BadFieldException(at + ".function.name", at + ".function.name is required");
+        JsonNode params = t.function().parameters();
+        if (params != null && !params.isObject() && !params.isNull()) {
+            throw new BadFieldException(at + ".function.parameters", at + ".function.parameters must be an object (a JSON schema), got " + Json.describe(params));
+        }
+        ObjectNode empty = F.objectNode().put("type", "object");
+        empty.putObject("properties");
+        return new ToolDefinition(t.function().name(), t.function().description() == null ? "" : t.function().description(),
+                params == null || params.isNull() ? empty : params);
+    }
+
+    private static void refuseFormat(JsonNode format) {
+        if (format == null || format.isNull() || (format.isTextual() && format.asText().isEmpty())) return;
+        throw new BadFieldException("format", "format " + (format.isTextual() ? "\"" + format.asText() + "\"" : "(a JSON schema)")
+                + " is not supported yet: Forkpoint has no constrained decoding, so it cannot guarantee JSON output; remove 'format'");
+    }
+
+    private static void refuseThink(JsonNode think) {
+        if (think == null || think.isNull() || (think.isBoolean() && !think.asBoolean())) return;
+        throw new BadFieldException("think", "think is not supported yet (got " + Json.describe(think) + "); remove it or set it to false");
+    }
+
+    // ---- the shared completion loop ----
+
+    /** How one endpoint puts text into its chunks. */
+    private interface Shape {
+        void piece(ObjectNode chunk, String text);
+
+        /** The final chunk's text fields: the whole text when not streamed (or when pieces were held back). */
+        void whole(ObjectNode chunk, GenerationResult r, boolean streamed);
+
+        default boolean streamsPieces() { return true; }
+    }
+
+    private void respond(Context ctx, ModelLease lease, GenerationRequest request, boolean stream, long t0, Shape shape) throws InterruptedException {
+        ServedModel model = lease.model();
+        Completion completion = model.submit(request);   // 400 / 503 here, before anything is sent
+        if (!stream) {
+            try (completion) {
+                GenerationResult r = completion.await(ctx);
+                ObjectNode done = base(model.name());
+                shape.whole(done, r, false);
+                finish(done, r, lease, t0);
+                ctx.json(done);
+            }
+            return;
+        }
+        try (EventStream out = EventStream.ndjson(ctx, completion)) {
+            for (GenerationEvent e; (e = out.next()) != null; ) {
+                switch (e) {
+                    case GenerationEvent.Started s -> { }
+                    case GenerationEvent.Text t -> {
+                        if (shape.streamsPieces()) {
+                            ObjectNode chunk = base(model.name());
+                            shape.piece(chunk, t.piece());
+                            chunk.put("done", false);
+                            out.send(chunk);
+                        }
+                    }
+                    case GenerationEvent.Done d -> {
+                        ObjectNode done = base(model.name());
+                        shape.whole(done, d.result(), true);
+                        finish(done, d.result(), lease, t0);
+                        out.send(done);
+                    }
+                    case GenerationEvent.Failed f -> {
+                        if (f.error() instanceof dev.forkpoint.engine.GenerationCancelledException) throw new ClientGoneException(f.error());
+                        out.send(Map.of("error", ApiError.of(f.error()).message()));
+                    }
+                }
+            }
+        }
+    }
+
+    private static ObjectNode base(String model) {
+        ObjectNode n = F.objectNode();
+        n.put("model", model);
+        n.put("created_at", Instant.now().toString());
+        return n;
+    }
+
+    private static ObjectNode assistant(String content) {
+        ObjectNode m = F.objectNode();
+        m.put("role", "assistant");
+        m.put("content", content);
+        return m;
+    }
+
+    private static void finish(ObjectNode done, GenerationResult r, ModelLease lease, long t0) {
+        done.put("done", true);
+        done.put("done_reason", r.doneReason());
+        done.put("total_duration", System.nanoTime() - t0);
+        done.put("load_duration", lease.loadNanos());
+        done.put("prompt_eval_count", r.evaluatedPromptTokens());
+        done.put("prompt_eval_duration", r.promptNanos());
+        done.put("eval_count", r.generatedIds().length);
+        done.put("eval_duration", r.generationNanos());
+        done.put("prompt_cache_count", r.cachedTokens());
+    }
+
+    // ---- models ----
+
+    private void tags(Context ctx) {
+        ArrayNode models = F.arrayNode();
+        for (ModelListing l : core.models().available()) {
+            ServedModel loaded = l.loaded() ? loadedModel(l.name()) : null;
+            ObjectNode m = models.addObject();
+            m.put("name", l.name());
+            m.put("model", l.name());
+            m.put("modified_at", (l.modified() == null ? Instant.EPOCH : l.modified()).toString());
+            m.put("size", l.size());
+            String digest = l.digest() != null ? l.digest() : loaded != null ? loaded.digest() : "";
+            m.put("digest", digest);
+            m.set("details", details(loaded));
+        }
+        ObjectNode body = F.objectNode();
+        body.set("models", models);
+        ctx.json(body);
+    }
+
+    private ServedModel loadedModel(String name) {
+        for (ServedModel s : core.models().loaded()) if (s.name().equals(name)) return s;
+        return null;
+    }
+
+    private static ObjectNode details(ServedModel loaded) {
+        ObjectNode d = F.objectNode();
+        d.put("parent_model", "");
+        d.put("format", "gguf");
+        if (loaded != null) {
+            ModelInfo info = loaded.info();
+            d.put("family", info.architecture());
+            d.putArray("families").add(info.architecture());
+            d.put("parameter_size", parameterSize(info.parameterCount()));
+            d.put("quantization_level", quantization(info));
+        }
+        return d;
+    }
+
+    private void show(Context ctx) {
+        var req = Json.read(ctx, OllamaRequests.Show.class);
+        String name = req.model() != null ? req.model() : req.name();
+        try (ModelLease lease = core.models().acquire(name, null)) {
+            ServedModel s = lease.model();
+            ModelInfo info = s.info();
+            ObjectNode body = F.objectNode();
+            body.put("license", "");
+            body.put("modelfile", "# Modelfile generated by Forkpoint\nFROM " + s.path() + "\n");
+            body.put("parameters", "");
+            body.put("template", info.chatTemplate() == null ? "" : info.chatTemplate());
+            body.set("details", details(s));
+            ObjectNode mi = body.putObject("model_info");
+            String arch = info.architecture();
+            mi.put("general.architecture", arch);
+            mi.put("general.name", info.name());
+            mi.put("general.parameter_count", info.parameterCount());
+            mi.put(arch + ".context_length", info.contextLength());
+            mi.put(arch + ".embedding_length", info.embeddingLength());
+            mi.put(arch + ".block_count", info.layers());
+            mi.put(arch + ".attention.head_count", info.heads());
+            mi.put(arch + ".attention.head_count_kv", info.kvHeads());
+            mi.put("tokenizer.ggml.model", info.tokenizer());
+            mi.put("general.file_sha256", info.sha256());
+            ArrayNode caps = body.putArray("capabilities").add("completion");
+            if (s.chatTemplate().toolCallFormat() != ToolCallFormat.NONE) caps.add("tools");
+            body.put("modified_at", Instant.now().toString());
+            ctx.json(body);
+        }
+    }
+
+    private void ps(Context ctx) {
+        ArrayNode models = F.arrayNode();
+        for (ServedModel s : core.models().loaded()) {
+            ObjectNode m = models.addObject();
+            m.put("name", s.name());
+            m.put("model", s.name());
+            long file = s.path().toFile().length();
+            m.put("size", file + s.model().kvAllocatedBytes());
+            m.put("digest", s.digest());
+            m.set("details", details(s));
+            Instant expires = core.models().expiresAt(s);
+            m.put("expires_at", (expires == null ? Instant.parse("9999-12-31T23:59:59Z") : expires).toString());
+            m.put("size_vram", 0);
+            m.put("context_length", s.model().defaultNumCtx());
+        }
+        ObjectNode body = F.objectNode();
+        body.set("models", models);
+        ctx.json(body);
+    }
+
+    static String parameterSize(long n) {
+        if (n >= 1_000_000_000L) return String.format(Locale.ROOT, "%.1fB", n / 1e9);
+        if (n >= 1_000_000L) return String.format(Locale.ROOT, "%.1fM", n / 1e6);
+        if (n >= 1_000L) return String.format(Locale.ROOT, "%.0fK", n / 1e3);
+        return Long.toString(n);
+    }
+
+    /** The most common tensor type other than F32 (norms are F32 in every file), or F32 for an all-F32 file. */
+    private static String quantization(ModelInfo info) {
+        String best = "F32";
+        int count = 0;
+        for (var e : info.tensorTypes().entrySet()) {
+            if (!e.getKey().equals("F32") && e.getValue() > count) {
+                best = e.getKey();
+                count = e.getValue();
+            }
+        }
+        return best;
+    }
+}

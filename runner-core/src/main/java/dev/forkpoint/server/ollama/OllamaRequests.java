@@ -1,0 +1,32 @@
+package dev.forkpoint.server.ollama;
+
+import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.databind.JsonNode;
+
+import java.util.List;
+import java.util.Map;
+
+/** The request bodies of Ollama's API, with Ollama's field names. Absent fields are null. */
+final class OllamaRequests {
+    private OllamaRequests() {}
+
+    record Generate(String model, String prompt, String suffix, String system, String template, List<Integer> context,
+                    Boolean stream, Boolean raw, JsonNode format, Map<String, Object> options,
+                    @JsonProperty("keep_alive") JsonNode keepAlive, List<String> images, JsonNode think) {}
+
+    record Chat(String model, List<Message> messages, List<Tool> tools, Boolean stream, JsonNode format,
+                Map<String, Object> options, @JsonProperty("keep_alive") JsonNode keepAlive, JsonNode think) {}
+
+    record Message(String role, String content, List<String> images, @JsonProperty("tool_calls") List<ToolCall> toolCalls,
+                   @JsonProperty("tool_name") String toolName, String thinking) {}
+
+    record ToolCall(String id, Function function) {}
+
+    record Function(Integer index, String name, JsonNode arguments) {}
+
+    record Tool(String type, ToolFunction function) {}
+
+    record ToolFunction(String name, String description, JsonNode parameters) {}
+
+    record Show(String model, String name, Boolean verbose) {}
+}
