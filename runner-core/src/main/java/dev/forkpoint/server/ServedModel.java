@@ -38,7 +38,7 @@ public final class ServedModel implements AutoCloseable {
         this.digest = digest;
         this.model = model;
         this.scheduler = scheduler;
-        this.template = ChatTemplate.of(model.chatTemplateSource(), model.tokenizer());
+        this.template = ChatTemplate.of(model.chatTemplateSource(), model.tokenizer(), model.path());
         this.metrics = metrics;
         this.loadNanos = loadNanos;
     }
