@@ -23,6 +23,24 @@ final class FaultyOps implements Ops {
     private boolean afterWrites;
     private int attentionCalls;
     private volatile Predicate<Segment> condition;
+    private volatile int batchedFaults;
+    private volatile boolean recording;
+    private final List<List<SegmentSeen>> passes = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+    /** One segment of a recorded pass: its store (identity), first position and token count. */
+    record SegmentSeen(Object kv, int startPos, int tokens) {}
+
+    /** Starts (clearing what was recorded) or stops recording the segments of every forward pass (seen at layer 0). */
+    void record(boolean on) {
+        if (on) passes.clear();
+        recording = on;
+    }
+
+    /** The recorded passes, in order. */
+    List<List<SegmentSeen>> passes() { return List.copyOf(passes); }
+
+    /** Faults thrown by {@link #failWhen} in a pass over more than one segment. */
+    int batchedFaults() { return batchedFaults; }
 
     FaultyOps(Ops delegate) { this.delegate = delegate; }
 
@@ -53,9 +71,17 @@ final class FaultyOps implements Ops {
                                 int heads, int kvHeads, int headDim) {
         attentionCalls++;
         int startPos = segments.get(0).startPos();
+        if (recording && layer == 0) {
+            passes.add(segments.stream().map(s -> new SegmentSeen(s.kv(), s.startPos(), s.tokens().length)).toList());
+        }
         Predicate<Segment> c = condition;
         if (c != null) {
-            for (Segment s : segments) if (c.test(s)) throw fault(layer, s.startPos());
+            for (Segment s : segments) {
+                if (c.test(s)) {
+                    if (segments.size() > 1) batchedFaults++;
+                    throw fault(layer, s.startPos());
+                }
+            }
         }
         boolean fire = countdown > 0 && --countdown == 0;
         if (fire && !afterWrites) throw fault(layer, startPos);

@@ -45,7 +45,7 @@ class MultiRowDecodeKernelTest {
         int rows = 37, cols = type == GgmlType.Q4_K || type == GgmlType.Q6_K ? 512 : 96 + 32 * 3; // odd block counts
         PackedMatrix m = matrix(type, rows, cols, 11);
         Random rnd = new Random(5);
-        for (int round = 0; round < 30; round++) {
+        for (int round = 0; round < 6; round++) {
             for (int n : new int[] {2, 3, 4, 5, 8, 11, 16}) {
                 float[] x = new float[n * cols];
                 for (int i = 0; i < x.length; i++) x[i] = (float) rnd.nextGaussian();
