@@ -1,5 +1,7 @@
 package dev.forkpoint.backend;
 
+import java.util.List;
+
 /**
  * The operations an architecture describes its graph with. A backend implements them eagerly (the CPU backend) or
  * by building a lazy graph (MLX). Every activation is a matrix of tokens × width; ops never modify their inputs.
@@ -24,12 +26,20 @@ public interface Ops {
     Activation rope(Activation x, int headDim, int[] positions, Rope rope);
 
     /**
-     * Causal attention with grouped-query heads. Stores k and v (tokens × kvHeads·headDim) for {@code layer} at
-     * positions startPos … startPos+tokens−1, then lets query row t attend to positions 0 … startPos+t.
-     * Scores are scaled by 1/√headDim. Returns tokens × heads·headDim.
+     * Causal attention with grouped-query heads over several sequences at once: the rows of q, k and v are the
+     * {@code segments}' tokens one after another. For each segment, stores its rows of k and v (kvHeads·headDim
+     * each) for {@code layer} in its store at positions startPos … startPos+n−1, then lets its query row t attend to
+     * positions 0 … startPos+t of that store only. Scores are scaled by 1/√headDim. Each row's result is exactly
+     * what a pass over its segment alone gives. Returns tokens × heads·headDim.
      */
-    Activation attention(Activation q, Activation k, Activation v, KvStore kv, int layer, int startPos,
+    Activation attention(Activation q, Activation k, Activation v, List<Segment> segments, int layer,
                          int heads, int kvHeads, int headDim);
+
+    /** {@link #attention(Activation, Activation, Activation, List, int, int, int, int)} for one sequence. */
+    default Activation attention(Activation q, Activation k, Activation v, KvStore kv, int layer, int startPos,
+                                 int heads, int kvHeads, int headDim) {
+        return attention(q, k, v, List.of(new Segment(new int[q.tokens()], startPos, kv)), layer, heads, kvHeads, headDim);
+    }
 
     /** silu(gate) ⊙ up. */
     Activation swiglu(Activation gate, Activation up);
@@ -37,8 +47,13 @@ public interface Ops {
     /** a + b. */
     Activation add(Activation a, Activation b);
 
+    /** Rows {@code rows[0]}, {@code rows[1]}, … of x, in that order, as a rows.length-token activation. */
+    Activation rows(Activation x, int[] rows);
+
     /** Row {@code row} of x as a one-token activation. */
-    Activation row(Activation x, int row);
+    default Activation row(Activation x, int row) {
+        return rows(x, new int[] {row});
+    }
 
     /** Evaluates x · outputᵀ and copies the result to the host: one array of vocab logits per row of x. */
     float[][] logits(Activation x, Weight output);

@@ -16,13 +16,18 @@ import java.util.List;
 import java.util.Locale;
 
 /**
- * One completion from prompt to done, through the prefix cache: checks the request against the context and the KV
- * budget, reuses the longest cached prefix of the prompt (all but its last token at most), prefills the rest in
- * chunks of exactly num_batch, then samples and evaluates one token at a time until an end-of-generation token, a
- * stop string, num_predict or the end of the context. Every evaluation is one KV step (begin, forward, commit;
- * rolled back when anything throws). However the request ends, its committed tokens are inserted into the cache and
- * its sequence is closed; a failure reaches the caller unchanged. One INFO log line per request:
+ * One completion from prompt to done, through the prefix cache, as a state machine that a caller drives one step at a
+ * time: {@link #start()} matches the prompt against the cache (reusing the longest cached prefix, all but its last
+ * token at most) and reports it; then the caller evaluates {@link #chunk(int) prefill chunks} of at most num_batch
+ * tokens and, once the prompt is in, one {@link #nextToken() token} at a time, handing each step's logits back
+ * ({@link #prefilled}, {@link #decoded}); the generation samples, streams text (complete UTF-8, stop strings withheld)
+ * and ends at an end-of-generation token, a stop string, num_predict or the end of the context. {@link #run()} drives
+ * it alone ({@link LoadedModel#generate}); the {@link Scheduler} drives several together. Every evaluation is one KV
+ * step of the caller (begin, forward, commit; rolled back when anything throws). However the request ends,
+ * {@link #close(Throwable)} inserts its committed tokens into the cache and closes its sequence. One INFO log line
+ * per request:
  * {@code cache total=<prompt tokens> matched=<cached prefix found> reused=<KV positions kept> prefill=<evaluated> chunks=<n>}.
+ * Not thread-safe: one driver, holding the model's lock while it evaluates.
  */
 final class Generation {
     private static final System.Logger LOG = System.getLogger(Generation.class.getName());
@@ -30,11 +35,42 @@ final class Generation {
     private final LoadedModel model;
     private final GenerationRequest request;
     private final TokenSink sink;
+    private final Plan plan;
+    private final int[] prompt;
+    private final int[] history;
+    private int historyLength;
+
+    private long startNanos, firstTokenNanos;
+    private CacheNamespace namespace;
+    private CacheMatch match;
+    private SequenceKv sequence;
+    private KvStore kv;
+    private int evaluatedTo;        // prompt tokens whose KV is committed (reused ones included)
+    private int chunks;
+
+    private Sampler sampler;
+    private final StopSequences stops;
+    private final StreamingDecoder decoder;
+    private final StringBuilder text = new StringBuilder();
+    private int generated;
+    private int nextToken = -1;     // the sampled token still to evaluate, or −1
+    private GenerationResult result;
+    private boolean closed;
 
     Generation(LoadedModel model, GenerationRequest request, TokenSink sink) {
+        this(model, request, plan(model, request), sink);
+    }
+
+    Generation(LoadedModel model, GenerationRequest request, Plan plan, TokenSink sink) {
         this.model = model;
         this.request = request;
         this.sink = sink;
+        this.plan = plan;
+        this.prompt = plan.prompt();
+        this.history = Arrays.copyOf(prompt, prompt.length + plan.maxNew());
+        this.historyLength = prompt.length;
+        this.stops = new StopSequences(plan.options().stop());
+        this.decoder = model.tokenizer().streamingDecoder();
     }
 
     /**
@@ -77,77 +113,152 @@ final class Generation {
         return new Plan(options, numCtx, numBatch, prompt, maxNew, boundaries);
     }
 
+    /** Runs the whole completion alone, prefilling in chunks of exactly num_batch. The caller holds the model's lock. */
     GenerationResult run() {
-        Plan plan = plan(model, request);
-        SamplingOptions options = plan.options();
-        Tokenizer tokenizer = model.tokenizer();
-        int numCtx = plan.numCtx(), numBatch = plan.numBatch(), maxNew = plan.maxNew();
-        int[] prompt = plan.prompt(), boundaries = plan.boundaries();
-        long t0 = System.nanoTime();
-        CacheNamespace namespace = model.namespace(request.cacheSalt());
-        CacheMatch match = model.cache().match(namespace, prompt);
-        SequenceKv sequence = match.sequence();
-        int reused = match.matchedTokens();
-        int[] history = Arrays.copyOf(prompt, prompt.length + maxNew);
-        int historyLength = prompt.length;
         Throwable failure = null;
         try {
-            sink.started(prompt.length, reused);
-            KvStore kv = model.newKvStore(sequence);
-            int[] rest = Arrays.copyOfRange(prompt, reused, prompt.length);
-            float[] logits = model.prefill(rest, kv, numBatch);
-            long t1 = System.nanoTime();
-
-            Sampler sampler = new Sampler(options, logits.length);
-            StopSequences stops = new StopSequences(options.stop());
-            StreamingDecoder decoder = tokenizer.streamingDecoder();
-            StringBuilder text = new StringBuilder();
-            String doneReason = "length";
-            int generated = 0;
-            while (generated < maxNew) {
-                int id = sampler.sample(logits, history, historyLength);
-                if (tokenizer.isEndOfGeneration(id)) {
-                    doneReason = "stop";
-                    break;
-                }
-                history[historyLength++] = id;
-                generated++;
-                emit(stops.accept(decoder.push(id)), text);
-                if (stops.stopped()) {
-                    doneReason = "stop";
-                    break;
-                }
-                if (generated == maxNew || kv.length() == numCtx) break;
-                logits = model.step(id, kv);
+            start();
+            started();
+            while (prefilling()) {
+                int[] chunk = chunk(Integer.MAX_VALUE);
+                boolean last = evaluatedTo + chunk.length == prompt.length;
+                prefilled(chunk.length, model.evaluate(new int[][] {chunk}, new KvStore[] {kv}, last)[0]);
             }
-            if (!stops.stopped()) {
-                emit(stops.accept(decoder.flush()), text);
-                if (!stops.stopped()) emit(stops.flush(), text);
-                if (stops.stopped()) doneReason = "stop";
-            }
-            long t2 = System.nanoTime();
-            int[] ids = Arrays.copyOfRange(history, prompt.length, historyLength);
-            return new GenerationResult(prompt.length, t1 - t0, ids, t2 - t1, doneReason, text.toString(),
-                    reused, prompt.length - reused);
+            while (decoding()) decoded(model.evaluate(new int[][] {{nextToken}}, new KvStore[] {kv}, true)[0]);
+            return result;
         } catch (RuntimeException | Error e) {
             failure = e;
             throw e;
         } finally {
-            finish(namespace, history, sequence, match, boundaries, failure);
-            if (LOG.isLoggable(System.Logger.Level.INFO)) {
-                int evaluated = prompt.length - reused;
-                LOG.log(System.Logger.Level.INFO, String.format(Locale.ROOT, "cache total=%d matched=%d reused=%d prefill=%d chunks=%d",
-                        prompt.length, match.matchedTokens(), reused, evaluated, (evaluated + numBatch - 1) / numBatch));
-            }
+            close(failure);
         }
     }
 
+    /** Matches the prompt against the prefix cache (locking the matched path) and opens the sequence. */
+    void start() {
+        if (namespace != null) throw new IllegalStateException("generation already started");
+        startNanos = System.nanoTime();
+        namespace = model.namespace(request.cacheSalt());
+        match = model.cache().match(namespace, prompt);
+        sequence = match.sequence();
+        evaluatedTo = match.matchedTokens();
+        kv = model.newKvStore(sequence);
+    }
+
+    /** Reports the start (prompt tokens, reused tokens) to the sink; once, after {@link #start()}. */
+    void started() {
+        sink.started(prompt.length, match.matchedTokens());
+    }
+
+    /** Prompt tokens reused from the cache (after {@link #start()}). */
+    int reused() { return match.matchedTokens(); }
+
+    /** Tokens generated so far. */
+    int generated() { return generated; }
+
+    /** Whether {@code n} tokens complete the prompt (a chunk of n is its last and needs logits). */
+    boolean completesPrompt(int n) { return evaluatedTo + n == prompt.length; }
+
     /**
-     * Inserts the committed tokens (only those: a failed step was rolled back) into the cache and closes the sequence.
-     * An error here never hides the request's own failure.
+     * Gives up before anything was evaluated or reported (the request was not admitted after all): closes the
+     * sequence without touching the cache or logging. Idempotent.
      */
-    private void finish(CacheNamespace namespace, int[] history, SequenceKv sequence, CacheMatch match, int[] boundaries,
-                        Throwable failure) {
+    void abandon() {
+        if (closed || sequence == null) return;
+        closed = true;
+        sequence.close();
+    }
+
+    /** The sequence's KV store (after {@link #start()}). */
+    KvStore kv() { return kv; }
+
+    /** Pages in the sequence's table now (shared prefix pages included), 0 before start or after close. */
+    int pages() { return sequence == null || sequence.isClosed() ? 0 : sequence.pageCount(); }
+
+    /** The most KV positions this generation can ever hold: prompt + the most tokens it may generate. */
+    int worstCasePositions() { return prompt.length + plan.maxNew(); }
+
+    /** The request's prefill chunk size. */
+    int numBatch() { return plan.numBatch(); }
+
+    /** Whether prompt tokens remain to be evaluated. */
+    boolean prefilling() { return result == null && evaluatedTo < prompt.length; }
+
+    /** The next prefill chunk: up to num_batch (and up to {@code budget} ≥ 1) of the prompt tokens not yet evaluated. */
+    int[] chunk(int budget) {
+        int n = Math.min(Math.min(plan.numBatch(), Math.max(1, budget)), prompt.length - evaluatedTo);
+        return Arrays.copyOfRange(prompt, evaluatedTo, evaluatedTo + n);
+    }
+
+    /** A chunk of n prompt tokens was committed; {@code logits} (needed only for the prompt's last token) are its last token's. */
+    void prefilled(int n, float[] logits) {
+        evaluatedTo += n;
+        chunks++;
+        if (evaluatedTo < prompt.length) return;
+        if (logits == null) throw new IllegalStateException("the prompt's last chunk was evaluated without logits");
+        firstTokenNanos = System.nanoTime();
+        sampler = new Sampler(plan.options(), logits.length);
+        accept(logits);
+    }
+
+    /** Whether a sampled token waits to be evaluated ({@link #nextToken()}). */
+    boolean decoding() { return result == null && nextToken >= 0; }
+
+    int nextToken() { return nextToken; }
+
+    /** The last sampled token was committed; these are its logits. */
+    void decoded(float[] logits) {
+        nextToken = -1;
+        accept(logits);
+    }
+
+    /** Whether the generation has ended normally ({@link #result()} is set). */
+    boolean done() { return result != null; }
+
+    GenerationResult result() { return result; }
+
+    /** Samples the next token from {@code logits}, streams its text, and either ends the generation or queues the token. */
+    private void accept(float[] logits) {
+        Tokenizer tokenizer = model.tokenizer();
+        int id = sampler.sample(logits, history, historyLength);
+        if (tokenizer.isEndOfGeneration(id)) {
+            finish("stop");
+            return;
+        }
+        history[historyLength++] = id;
+        generated++;
+        emit(stops.accept(decoder.push(id)));
+        if (stops.stopped()) {
+            finish("stop");
+        } else if (generated == plan.maxNew() || kv.length() == plan.numCtx()) {
+            finish("length");
+        } else {
+            nextToken = id;
+        }
+    }
+
+    private void finish(String reason) {
+        String doneReason = reason;
+        if (!stops.stopped()) {
+            emit(stops.accept(decoder.flush()));
+            if (!stops.stopped()) emit(stops.flush());
+            if (stops.stopped()) doneReason = "stop";
+        }
+        long end = System.nanoTime();
+        int reused = match.matchedTokens();
+        int[] ids = Arrays.copyOfRange(history, prompt.length, historyLength);
+        result = new GenerationResult(prompt.length, firstTokenNanos - startNanos, ids, end - firstTokenNanos, doneReason,
+                text.toString(), reused, prompt.length - reused);
+    }
+
+    /**
+     * Ends the generation however it went: inserts the committed tokens (only those: a failed step was rolled back)
+     * into the cache, closes the sequence (releasing its pages and the lock on its cached path) and logs the cache
+     * line. Idempotent; an error here never hides {@code failure}, the generation's own.
+     */
+    void close(Throwable failure) {
+        if (closed || sequence == null) return;
+        closed = true;
         try {
             int committed = sequence.length();
             if (committed > 0) {
@@ -160,6 +271,11 @@ final class Generation {
             failure.addSuppressed(e);
         } finally {
             sequence.close();
+            if (LOG.isLoggable(System.Logger.Level.INFO)) {
+                int reused = match.matchedTokens(), evaluated = prompt.length - reused;
+                LOG.log(System.Logger.Level.INFO, String.format(Locale.ROOT, "cache total=%d matched=%d reused=%d prefill=%d chunks=%d",
+                        prompt.length, reused, reused, evaluated, chunks));
+            }
         }
     }
 
@@ -176,7 +292,7 @@ final class Generation {
         return boundaries;
     }
 
-    private void emit(String piece, StringBuilder text) {
+    private void emit(String piece) {
         if (piece.isEmpty()) return;
         text.append(piece);
         sink.text(piece);

@@ -3,6 +3,7 @@ package dev.forkpoint.engine;
 import dev.forkpoint.backend.Activation;
 import dev.forkpoint.backend.KvStore;
 import dev.forkpoint.backend.Ops;
+import dev.forkpoint.backend.Segment;
 import dev.forkpoint.backend.cpu.CpuBackend;
 import dev.forkpoint.format.gguf.GgufFile;
 import dev.forkpoint.format.gguf.GgufTensor;
@@ -23,7 +24,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
 import java.util.HexFormat;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.function.UnaryOperator;
@@ -160,7 +163,10 @@ public final class LoadedModel implements AutoCloseable {
         return Generation.plan(this, request).prompt().length;
     }
 
-    /** Runs a completion, streaming text to {@code sink}. */
+    /**
+     * Runs a completion, streaming text to {@code sink}. Serialised with every other evaluation on this model,
+     * including a {@link Scheduler}'s steps (one forward pass at a time per model).
+     */
     public synchronized GenerationResult generate(GenerationRequest request, TokenSink sink) {
         return new Generation(this, request, sink).run();
     }
@@ -223,19 +229,46 @@ public final class LoadedModel implements AutoCloseable {
     }
 
     private float[] evaluate(int[] chunk, KvStore kv, boolean wantLogits) {
+        return evaluate(new int[][] {chunk}, new KvStore[] {kv}, wantLogits)[0];
+    }
+
+    /**
+     * One step for each of several sequences, in one forward pass: opens a step of tokens[i].length positions on
+     * kvs[i] (all of them or, when one cannot, none), evaluates every sequence's tokens together, and commits every
+     * step. When anything throws, every step opened is rolled back (each store exactly as before) and the error is
+     * rethrown. Returns, per sequence, the logits of its last token (null entries when {@code wantLogits} is false).
+     * The caller holds this model's lock.
+     */
+    float[][] evaluate(int[][] tokens, KvStore[] kvs, boolean wantLogits) {
         Ops o = ops;
-        int pos = kv.length();
-        kv.begin(chunk.length);
+        List<Segment> segments = new ArrayList<>(kvs.length);
+        int opened = 0;
         try {
-            Activation hidden = architecture.forward(o, chunk, pos, kv);
-            float[] logits = wantLogits ? o.logits(o.row(hidden, chunk.length - 1), architecture.output())[0] : null;
-            kv.commit();
+            for (int i = 0; i < kvs.length; i++) {
+                Segment segment = new Segment(tokens[i], kvs[i].length(), kvs[i]);
+                kvs[i].begin(tokens[i].length);
+                opened++;
+                segments.add(segment);
+            }
+            Activation hidden = architecture.forward(o, segments);
+            float[][] logits = new float[kvs.length][];
+            if (wantLogits) {
+                int[] last = new int[kvs.length];
+                for (int i = 0, row = 0; i < kvs.length; i++) {
+                    row += tokens[i].length;
+                    last[i] = row - 1;
+                }
+                logits = o.logits(o.rows(hidden, last), architecture.output());
+            }
+            for (KvStore kv : kvs) kv.commit();
             return logits;
         } catch (RuntimeException | Error e) {
-            try {
-                kv.rollback();
-            } catch (RuntimeException | Error r) {
-                e.addSuppressed(r);
+            for (int i = 0; i < opened; i++) {
+                try {
+                    if (kvs[i].pending() > 0) kvs[i].rollback();
+                } catch (RuntimeException | Error r) {
+                    e.addSuppressed(r);
+                }
             }
             throw e;
         }

@@ -1,34 +1,63 @@
 package dev.forkpoint.engine;
 
 import dev.forkpoint.InvalidInputException;
+import dev.forkpoint.backend.KvStore;
+import dev.forkpoint.kvcache.PagePool;
 
-import java.util.concurrent.ArrayBlockingQueue;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Shares one loaded model between concurrent requests. {@link #submit} checks a request synchronously (a bad field
- * throws {@link InvalidInputException} at once, a full queue {@link QueueFullException}) and returns its
- * {@link GenerationStream}; one scheduler thread evaluates the admitted requests.
- *
- * <p>INTERIM implementation (API pinned): requests run one at a time, in order; cancellation is seen at the next
- * generated piece. Continuous batching replaces the body, not the API.
+ * Shares one loaded model between concurrent requests by continuous batching. {@link #submit} checks a request
+ * synchronously (a bad field or a worst case beyond the KV budget throws {@link InvalidInputException} at once, a full
+ * queue {@link QueueFullException}) and returns its {@link GenerationStream}; one scheduler thread runs steps:
+ * <ol>
+ * <li>Cancelled generations stop (their committed tokens go into the prefix cache, their pages are released, their
+ * stream ends with {@link GenerationCancelledException}).</li>
+ * <li>Waiting requests are admitted in order while fewer than {@code parallel} run and their worst case (prompt +
+ * the most tokens they may generate, plus a page for copy-on-write) fits the pages that are free after reserving the
+ * worst case of the running ones, evicting unlocked cached prefixes as needed: no admitted generation can run out of
+ * KV pages.</li>
+ * <li>The decode tokens of all decoding sequences are evaluated in one forward pass (up to {@link #MAX_DECODE_ROWS}
+ * rows a pass), each row attending to its own sequence's KV.</li>
+ * <li>What is left of the step's token budget ({@code stepTokens} minus the decode rows) goes to prefill chunks of
+ * admitted sequences in admission order, each its own pass of up to its num_batch tokens (fewer only when the budget
+ * is smaller), so running streams keep flowing while a long prompt is prefilled.</li>
+ * </ol>
+ * Every sequence's part of a pass is a KV step (begin, commit, or rollback of all of them when the pass throws); a
+ * failed batched pass is retried one sequence at a time, and only the sequences that fail alone end with
+ * {@link GenerationEvent.Failed} (their own exception); the others continue and the scheduler keeps serving.
+ * With the CPU backend's batch-invariant decode kernels, a greedy generation produces the same tokens however it is
+ * batched. Steps hold the model's lock, so {@link LoadedModel#generate} calls interleave with them safely.
  */
 public final class Scheduler implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(Scheduler.class.getName());
+
+    /** Decode rows per forward pass at most: the CPU kernels give row-at-a-time results exactly up to 16 rows. */
+    static final int MAX_DECODE_ROWS = 16;
+
     private final LoadedModel model;
     private final SchedulerOptions options;
-    private final ArrayBlockingQueue<Job> queue;
+    private final Object lock = new Object();
+    private final ArrayDeque<Job> waiting = new ArrayDeque<>();   // guarded by lock
+    private final List<Active> running = new ArrayList<>();      // the scheduler thread's only
     private final Thread worker;
-    private final AtomicInteger running = new AtomicInteger();
     private final AtomicLong steps = new AtomicLong(), evaluated = new AtomicLong(), reused = new AtomicLong(), generated = new AtomicLong();
+    private volatile int runningCount, livePages, reservedPages;
     private volatile boolean closed;
 
-    private record Job(GenerationRequest request, GenerationStream stream) {}
+    private record Job(GenerationRequest request, Generation.Plan plan, GenerationStream stream) {}
+
+    private record Active(Job job, Generation generation) {
+        GenerationStream stream() { return job.stream(); }
+    }
 
     public Scheduler(LoadedModel model, SchedulerOptions options) {
         this.model = model;
         this.options = options;
-        this.queue = new ArrayBlockingQueue<>(Math.max(1, options.queueLimit() + options.parallel()));
         this.worker = Thread.ofPlatform().name("forkpoint-scheduler").daemon().start(this::loop);
     }
 
@@ -38,64 +67,280 @@ public final class Scheduler implements AutoCloseable {
 
     /**
      * Queues a request. Throws {@link InvalidInputException} (naming the field) for a request that can never run,
-     * {@link QueueFullException} when the queue is full.
+     * {@link QueueFullException} when more than queueLimit requests would wait, {@link IllegalStateException} once closed.
      */
     public GenerationStream submit(GenerationRequest request) {
         if (closed) throw new IllegalStateException("scheduler is closed");
-        int promptTokens = model.check(request);
-        GenerationStream stream = new GenerationStream(promptTokens);
-        if (queue.size() >= options.queueLimit() + options.parallel() - running.get() || !queue.offer(new Job(request, stream))) {
-            throw new QueueFullException(queue.size(), options.queueLimit(), 1);
+        Generation.Plan plan = Generation.plan(model, request);
+        GenerationStream stream = new GenerationStream(plan.prompt().length);
+        synchronized (lock) {
+            if (closed) throw new IllegalStateException("scheduler is closed");
+            int freeSlots = Math.max(0, options.parallel() - runningCount);
+            if (waiting.size() >= options.queueLimit() + freeSlots) {
+                throw new QueueFullException(waiting.size(), options.queueLimit(), 1);
+            }
+            waiting.add(new Job(request, plan, stream));
+            lock.notifyAll();
         }
         return stream;
     }
 
     public SchedulerStats stats() {
-        return new SchedulerStats(running.get(), queue.size(), steps.get(), evaluated.get(), reused.get(), generated.get());
+        int queued;
+        synchronized (lock) {
+            queued = waiting.size();
+        }
+        PagePool pool = model.pool();
+        return new SchedulerStats(runningCount, queued, steps.get(), evaluated.get(), reused.get(), generated.get(),
+                pool.usedPages(), pool.freePages(), pool.totalPages(), livePages, reservedPages);
     }
 
     private void loop() {
-        while (!closed) {
-            Job job;
-            try {
-                job = queue.take();
-            } catch (InterruptedException e) {
-                return;
+        try {
+            while (true) {
+                synchronized (lock) {
+                    while (!closed && waiting.isEmpty() && running.isEmpty()) lock.wait();
+                    if (closed) break;
+                }
+                synchronized (model) {
+                    try {
+                        step();
+                    } catch (RuntimeException | Error e) {   // a bug outside any one sequence: fail them all, keep serving
+                        LOG.log(System.Logger.Level.ERROR, "scheduler step failed", e);
+                        for (Active a : List.copyOf(running)) end(a, e);
+                    }
+                }
             }
-            running.incrementAndGet();
-            GenerationStream stream = job.stream();
-            try {
-                if (stream.isCancelled()) throw new GenerationCancelledException();
-                GenerationResult r = model.generate(job.request(), new TokenSink() {
-                    public void text(String piece) {
-                        if (stream.isCancelled()) throw new GenerationCancelledException();
-                        stream.emit(new GenerationEvent.Text(piece));
-                    }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } finally {
+            synchronized (model) {
+                for (Active a : List.copyOf(running)) end(a, new GenerationCancelledException());
+            }
+            failWaiting();
+        }
+    }
 
-                    public void started(int promptTokens, int cachedTokens) {
-                        stream.emit(new GenerationEvent.Started(promptTokens, cachedTokens));
+    /** One scheduler step: cancellations, admissions, one decode pass over every decoding sequence, prefill chunks. */
+    private void step() {
+        for (Active a : List.copyOf(running)) {
+            if (a.stream().isCancelled()) end(a, new GenerationCancelledException());
+        }
+        admit();
+        int budget = options.stepTokens();
+        List<Active> decoding = new ArrayList<>();
+        for (Active a : running) if (a.generation().decoding()) decoding.add(a);
+        for (int from = 0; from < decoding.size(); from += MAX_DECODE_ROWS) {
+            decode(decoding.subList(from, Math.min(decoding.size(), from + MAX_DECODE_ROWS)));
+        }
+        budget -= decoding.size();
+        for (Active a : List.copyOf(running)) {
+            if (budget <= 0) break;
+            if (a.generation().prefilling()) budget -= prefill(a, budget);
+        }
+        publish();
+    }
+
+    /** Starts waiting requests in order while a slot is free and their worst case fits the pages not reserved. */
+    private void admit() {
+        while (running.size() < options.parallel()) {
+            Job job;
+            synchronized (lock) {
+                for (Iterator<Job> it = waiting.iterator(); it.hasNext(); ) {
+                    Job j = it.next();
+                    if (j.stream().isCancelled()) {
+                        it.remove();
+                        j.stream().emit(new GenerationEvent.Failed(new GenerationCancelledException()));
                     }
-                });
-                steps.addAndGet(1 + r.generatedIds().length);
-                evaluated.addAndGet(r.evaluatedPromptTokens());
-                reused.addAndGet(r.cachedTokens());
-                generated.addAndGet(r.generatedIds().length);
-                stream.emit(new GenerationEvent.Done(r));
-            } catch (RuntimeException e) {
-                stream.emit(new GenerationEvent.Failed(e));
-            } catch (Error e) {
-                stream.emit(new GenerationEvent.Failed(new IllegalStateException("internal error: " + e, e)));
-            } finally {
-                running.decrementAndGet();
+                }
+                job = waiting.peek();
+            }
+            if (job == null) return;
+            Generation g = new Generation(model, job.request(), job.plan(), sink(job.stream()));
+            try {
+                g.start();   // locks the matched prefix: eviction below cannot take it
+                int need = reserve() + worstCasePages(g);
+                if (!model.cache().ensureFreePages(need) && !running.isEmpty()) {
+                    g.abandon();
+                    return;   // wait for running sequences to finish; keep the order
+                }
+                synchronized (lock) {
+                    waiting.remove(job);
+                }
+                Active a = new Active(job, g);
+                running.add(a);
+                runningCount = running.size();
+                reused.addAndGet(g.reused());
+                g.started();
+            } catch (RuntimeException | Error e) {
+                synchronized (lock) {
+                    waiting.remove(job);
+                }
+                g.close(e);
+                job.stream().emit(new GenerationEvent.Failed(runtime(e)));
+                runningCount = running.size();
             }
         }
     }
 
-    /** Cancels everything queued or running and stops the scheduler thread. */
+    /** Pages the running sequences may still allocate, in their worst case. */
+    private int reserve() {
+        int sum = 0;
+        for (Active a : running) sum += worstCasePages(a.generation());
+        return sum;
+    }
+
+    /** Pages g may still allocate: its worst case in pages plus one for copy-on-write, less the pages it holds. */
+    private int worstCasePages(Generation g) {
+        int pageTokens = model.pool().layout().pageTokens();
+        int worst = (g.worstCasePositions() + pageTokens - 1) / pageTokens + 1;
+        return Math.max(0, worst - g.pages());
+    }
+
+    /** One pass over the decode tokens of {@code batch}; when it throws, each sequence is retried alone. */
+    private void decode(List<Active> batch) {
+        int n = batch.size();
+        int[][] tokens = new int[n][];
+        KvStore[] kvs = new KvStore[n];
+        for (int i = 0; i < n; i++) {
+            tokens[i] = new int[] {batch.get(i).generation().nextToken()};
+            kvs[i] = batch.get(i).generation().kv();
+        }
+        float[][] logits;
+        try {
+            steps.incrementAndGet();
+            logits = model.evaluate(tokens, kvs, true);
+        } catch (RuntimeException | Error e) {
+            if (n == 1) {
+                end(batch.get(0), e);
+                return;
+            }
+            LOG.log(System.Logger.Level.WARNING, "a decode pass over " + n + " sequences failed (" + e + "); retrying each alone");
+            for (int i = 0; i < n; i++) {
+                float[] l;
+                try {
+                    steps.incrementAndGet();
+                    l = model.evaluate(new int[][] {tokens[i]}, new KvStore[] {kvs[i]}, true)[0];
+                } catch (RuntimeException | Error alone) {
+                    end(batch.get(i), alone);
+                    continue;
+                }
+                decoded(batch.get(i), l);
+            }
+            return;
+        }
+        for (int i = 0; i < n; i++) decoded(batch.get(i), logits[i]);
+    }
+
+    private void decoded(Active a, float[] logits) {
+        int before = a.generation().generated();
+        try {
+            a.generation().decoded(logits);
+            generated.addAndGet(a.generation().generated() - before);
+            if (a.generation().done()) complete(a);
+        } catch (RuntimeException | Error e) {
+            end(a, e);
+        }
+    }
+
+    /** Evaluates a's next prefill chunk (at most {@code budget} tokens) as its own pass; returns the tokens evaluated. */
+    private int prefill(Active a, int budget) {
+        Generation g = a.generation();
+        int[] chunk = g.chunk(budget);
+        int before = g.generated();
+        try {
+            steps.incrementAndGet();
+            float[] logits = model.evaluate(new int[][] {chunk}, new KvStore[] {g.kv()}, g.completesPrompt(chunk.length))[0];
+            evaluated.addAndGet(chunk.length);
+            g.prefilled(chunk.length, logits);
+            generated.addAndGet(g.generated() - before);
+            if (g.done()) complete(a);
+        } catch (RuntimeException | Error e) {
+            end(a, e);
+        }
+        return chunk.length;
+    }
+
+    /** A generation ended normally: its tokens go into the cache, its pages are released, then Done is sent. */
+    private void complete(Active a) {
+        running.remove(a);
+        runningCount = running.size();
+        try {
+            a.generation().close(null);
+        } catch (RuntimeException | Error e) {
+            publish();
+            a.stream().emit(new GenerationEvent.Failed(runtime(e)));
+            return;
+        }
+        publish();
+        a.stream().emit(new GenerationEvent.Done(a.generation().result()));
+    }
+
+    /** A generation ended with {@code error} (cancellation included): committed tokens cached, pages released, Failed sent. */
+    private void end(Active a, Throwable error) {
+        if (!running.remove(a)) return;
+        runningCount = running.size();
+        try {
+            a.generation().close(error);
+        } catch (RuntimeException | Error e) {
+            error.addSuppressed(e);
+        }
+        publish();
+        if (!a.stream().isFinished()) a.stream().emit(new GenerationEvent.Failed(runtime(error)));
+    }
+
+    private void publish() {
+        int live = 0;
+        for (Active a : running) live += a.generation().pages();
+        livePages = live;
+        reservedPages = reserve();
+    }
+
+    private static RuntimeException runtime(Throwable e) {
+        return e instanceof RuntimeException r ? r : new IllegalStateException("internal error: " + e, e);
+    }
+
+    private TokenSink sink(GenerationStream stream) {
+        return new TokenSink() {
+            public void text(String piece) {
+                stream.emit(new GenerationEvent.Text(piece));
+            }
+
+            public void started(int promptTokens, int cachedTokens) {
+                stream.emit(new GenerationEvent.Started(promptTokens, cachedTokens));
+            }
+        };
+    }
+
+    private void failWaiting() {
+        List<Job> left;
+        synchronized (lock) {
+            left = new ArrayList<>(waiting);
+            waiting.clear();
+        }
+        for (Job j : left) {
+            if (!j.stream().isFinished()) j.stream().emit(new GenerationEvent.Failed(new GenerationCancelledException()));
+        }
+    }
+
+    /**
+     * Stops the scheduler: waits for the step in progress, then ends everything running or queued with
+     * {@link GenerationCancelledException} (running generations' committed tokens are cached, their pages released).
+     */
     @Override
     public void close() {
-        closed = true;
-        for (Job j; (j = queue.poll()) != null; ) j.stream().emit(new GenerationEvent.Failed(new GenerationCancelledException()));
-        worker.interrupt();
+        synchronized (lock) {
+            if (closed) return;
+            closed = true;
+            lock.notifyAll();
+        }
+        if (Thread.currentThread() != worker) {
+            try {
+                worker.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        failWaiting();
     }
 }

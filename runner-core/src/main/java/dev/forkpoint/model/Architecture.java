@@ -4,9 +4,11 @@ import dev.forkpoint.backend.Activation;
 import dev.forkpoint.backend.Backend;
 import dev.forkpoint.backend.KvStore;
 import dev.forkpoint.backend.Ops;
+import dev.forkpoint.backend.Segment;
 import dev.forkpoint.backend.Weight;
 import dev.forkpoint.format.gguf.GgufFile;
 
+import java.util.List;
 import java.util.function.IntConsumer;
 
 /** A model's graph, described against the backend-neutral {@link Ops}. */
@@ -17,7 +19,17 @@ public interface Architecture {
      * Evaluates {@code tokens} at positions startPos, startPos+1, …, storing their keys and values in {@code kv}, and
      * returns the final (output-normed) hidden state of every token.
      */
-    Activation forward(Ops ops, int[] tokens, int startPos, KvStore kv);
+    default Activation forward(Ops ops, int[] tokens, int startPos, KvStore kv) {
+        return forward(ops, List.of(new Segment(tokens, startPos, kv)));
+    }
+
+    /**
+     * One forward pass over several sequences: evaluates every segment's tokens at its positions, storing their keys
+     * and values in its store, and returns the final hidden states of all segments' tokens, one after another. Each
+     * row is exactly what a pass over its segment alone gives when the backend's ops are batch-invariant (the CPU
+     * backend's are for up to 16 rows).
+     */
+    Activation forward(Ops ops, List<Segment> segments);
 
     /** The matrix that turns a hidden state into vocabulary logits. */
     Weight output();

@@ -1,9 +1,11 @@
 package dev.forkpoint.model;
 
 import dev.forkpoint.backend.Activation;
-import dev.forkpoint.backend.KvStore;
 import dev.forkpoint.backend.Ops;
+import dev.forkpoint.backend.Segment;
 import dev.forkpoint.backend.Weight;
+
+import java.util.List;
 
 /**
  * The decoder-only transformer that Llama, Qwen2 and Qwen3 share: pre-norm blocks of grouped-query attention with
@@ -12,10 +14,9 @@ import dev.forkpoint.backend.Weight;
  */
 record Transformer(ModelConfig config, ModelWeights weights) implements Architecture {
 
-    public Activation forward(Ops ops, int[] tokens, int startPos, KvStore kv) {
+    public Activation forward(Ops ops, List<Segment> segments) {
         ModelConfig c = config;
-        int[] positions = new int[tokens.length];
-        for (int i = 0; i < positions.length; i++) positions[i] = startPos + i;
+        int[] tokens = Segment.tokens(segments), positions = Segment.positions(segments);
 
         Activation x = ops.embed(weights.tokenEmbedding(), tokens);
         for (int l = 0; l < c.layers(); l++) {
@@ -30,7 +31,7 @@ record Transformer(ModelConfig config, ModelWeights weights) implements Architec
             }
             q = ops.rope(q, c.headDim(), positions, c.rope());
             k = ops.rope(k, c.headDim(), positions, c.rope());
-            Activation a = ops.attention(q, k, v, kv, l, startPos, c.heads(), c.kvHeads(), c.headDim());
+            Activation a = ops.attention(q, k, v, segments, l, c.heads(), c.kvHeads(), c.headDim());
             x = ops.add(x, ops.matmul(a, w.wo()));
 
             h = ops.rmsNorm(x, w.ffnNorm(), c.rmsEps());

@@ -1,10 +1,13 @@
 package dev.forkpoint.engine;
 
 import dev.forkpoint.backend.Activation;
-import dev.forkpoint.backend.KvStore;
 import dev.forkpoint.backend.Ops;
 import dev.forkpoint.backend.Rope;
+import dev.forkpoint.backend.Segment;
 import dev.forkpoint.backend.Weight;
+
+import java.util.List;
+import java.util.function.Predicate;
 
 /**
  * Ops that delegate to real ones and throw {@link InjectedFault} on the k-th attention call after {@link #armAt(int)}
@@ -19,6 +22,25 @@ final class FaultyOps implements Ops {
     private int countdown;   // 0 = disarmed
     private boolean afterWrites;
     private int attentionCalls;
+    private volatile Predicate<Segment> condition;
+    private volatile int batchedFaults;
+    private volatile boolean recording;
+    private final List<List<SegmentSeen>> passes = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+    /** One segment of a recorded pass: its store (identity), first position and token count. */
+    record SegmentSeen(Object kv, int startPos, int tokens) {}
+
+    /** Starts (clearing what was recorded) or stops recording the segments of every forward pass (seen at layer 0). */
+    void record(boolean on) {
+        if (on) passes.clear();
+        recording = on;
+    }
+
+    /** The recorded passes, in order. */
+    List<List<SegmentSeen>> passes() { return List.copyOf(passes); }
+
+    /** Faults thrown by {@link #failWhen} in a pass over more than one segment. */
+    int batchedFaults() { return batchedFaults; }
 
     FaultyOps(Ops delegate) { this.delegate = delegate; }
 
@@ -32,16 +54,38 @@ final class FaultyOps implements Ops {
         attentionCalls = 0;
     }
 
-    void disarm() { countdown = 0; }
+    void disarm() {
+        countdown = 0;
+        condition = null;
+    }
 
     int attentionCalls() { return attentionCalls; }
 
-    public Activation attention(Activation q, Activation k, Activation v, KvStore kv, int layer, int startPos,
+    /**
+     * From now on, throws (before any K/V is written) on every attention call whose pass includes a segment that
+     * {@code condition} accepts, until {@link #disarm()}: a fault tied to one sequence's data, whatever it is batched with.
+     */
+    void failWhen(Predicate<Segment> condition) { this.condition = condition; }
+
+    public Activation attention(Activation q, Activation k, Activation v, List<Segment> segments, int layer,
                                 int heads, int kvHeads, int headDim) {
         attentionCalls++;
+        int startPos = segments.get(0).startPos();
+        if (recording && layer == 0) {
+            passes.add(segments.stream().map(s -> new SegmentSeen(s.kv(), s.startPos(), s.tokens().length)).toList());
+        }
+        Predicate<Segment> c = condition;
+        if (c != null) {
+            for (Segment s : segments) {
+                if (c.test(s)) {
+                    if (segments.size() > 1) batchedFaults++;
+                    throw fault(layer, s.startPos());
+                }
+            }
+        }
         boolean fire = countdown > 0 && --countdown == 0;
         if (fire && !afterWrites) throw fault(layer, startPos);
-        Activation out = delegate.attention(q, k, v, kv, layer, startPos, heads, kvHeads, headDim);
+        Activation out = delegate.attention(q, k, v, segments, layer, heads, kvHeads, headDim);
         if (fire) throw fault(layer, startPos);
         return out;
     }
@@ -58,6 +102,6 @@ final class FaultyOps implements Ops {
     public Activation rope(Activation x, int headDim, int[] positions, Rope rope) { return delegate.rope(x, headDim, positions, rope); }
     public Activation swiglu(Activation gate, Activation up) { return delegate.swiglu(gate, up); }
     public Activation add(Activation a, Activation b) { return delegate.add(a, b); }
-    public Activation row(Activation x, int row) { return delegate.row(x, row); }
+    public Activation rows(Activation x, int[] rows) { return delegate.rows(x, rows); }
     public float[][] logits(Activation x, Weight output) { return delegate.logits(x, output); }
 }

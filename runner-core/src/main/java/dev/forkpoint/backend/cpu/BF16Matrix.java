@@ -44,7 +44,7 @@ final class BF16Matrix implements PackedMatrix {
 
     public void multiply(float[] x, int n, float[] out, WorkerPool pool) {
         KernelSupport.checkMultiply(this, x, n, out);
-        if (n >= KernelSupport.PREFILL_MIN_TOKENS) {
+        if (KernelSupport.gemm(n)) {
             FloatGemm.multiply(this, x, n, out, pool);
             return;
         }

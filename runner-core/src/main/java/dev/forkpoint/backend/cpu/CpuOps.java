@@ -1,9 +1,9 @@
 package dev.forkpoint.backend.cpu;
 
 import dev.forkpoint.backend.Activation;
-import dev.forkpoint.backend.KvStore;
 import dev.forkpoint.backend.Ops;
 import dev.forkpoint.backend.Rope;
+import dev.forkpoint.backend.Segment;
 import dev.forkpoint.backend.Weight;
 import dev.forkpoint.kvcache.KvElementType;
 import dev.forkpoint.kvcache.KvKind;
@@ -14,6 +14,7 @@ import jdk.incubator.vector.VectorSpecies;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
+import java.util.List;
 
 /** The ops on the CPU: eager, float32 activations, parallel over rows, tokens or heads with the worker pool. */
 final class CpuOps implements Ops {
@@ -126,49 +127,74 @@ final class CpuOps implements Ops {
         return new CpuActivation(out, in.tokens(), in.width());
     }
 
-    public Activation attention(Activation q, Activation k, Activation v, KvStore kv, int layer, int startPos,
+    public Activation attention(Activation q, Activation k, Activation v, List<Segment> segments, int layer,
                                 int heads, int kvHeads, int headDim) {
         CpuActivation qa = cpu(q), ka = cpu(k), va = cpu(v);
-        if (!(kv instanceof CpuKvStore store)) {
-            throw new IllegalArgumentException("the cpu attention needs a cpu kv store, got " + (kv == null ? "none" : kv.getClass().getName()));
-        }
         int tokens = qa.tokens();
         int kvDim = kvHeads * headDim;
-        if (qa.width() != heads * headDim || ka.width() != kvDim || va.width() != kvDim || store.kvDim() != kvDim
-                || ka.tokens() != tokens || va.tokens() != tokens) {
+        if (qa.width() != heads * headDim || ka.width() != kvDim || va.width() != kvDim
+                || ka.tokens() != tokens || va.tokens() != tokens || Segment.rows(segments) != tokens) {
             throw new IllegalArgumentException("attention shapes disagree: q " + qa.tokens() + "×" + qa.width() + ", k " + ka.tokens() + "×" + ka.width()
-                    + ", v " + va.tokens() + "×" + va.width() + ", store " + store.kvDim() + " for " + heads + "/" + kvHeads + " heads of " + headDim);
+                    + ", v " + va.tokens() + "×" + va.width() + " for " + Segment.rows(segments) + " segment rows of "
+                    + heads + "/" + kvHeads + " heads of " + headDim);
         }
-        if (layer < 0 || layer >= store.layers()) throw new IndexOutOfBoundsException("layer " + layer + " outside [0, " + store.layers() + ")");
-        if (startPos != store.length() || tokens != store.pending()) {
-            throw new IllegalStateException("attention at positions " + startPos + "…" + (startPos + tokens - 1)
-                    + " but the open kv step is [" + store.length() + ", " + (store.length() + store.pending()) + ")");
+        int n = segments.size();
+        CpuKvStore[] stores = new CpuKvStore[n];
+        for (int s = 0; s < n; s++) stores[s] = checkedStore(segments.get(s), layer, kvDim);
+        // every segment's K/V first (a failing check above leaves every store untouched), then the reads
+        int[] segmentOf = new int[tokens], positionOf = new int[tokens];
+        int maxLen = 0;
+        for (int s = 0, row = 0; s < n; s++) {
+            Segment seg = segments.get(s);
+            for (int i = 0; i < seg.tokens().length; i++, row++) {
+                stores[s].write(layer, seg.startPos() + i, ka.data(), row * kvDim, va.data(), row * kvDim);
+                segmentOf[row] = s;
+                positionOf[row] = seg.startPos() + i;
+            }
+            maxLen = Math.max(maxLen, seg.startPos() + seg.tokens().length);
         }
-        for (int t = 0; t < tokens; t++) store.write(layer, startPos + t, ka.data(), t * kvDim, va.data(), t * kvDim);
-        int len = startPos + tokens;
-        int pageTokens = store.pageTokens();
-        int pages = (len + pageTokens - 1) / pageTokens;
-        MemorySegment[] keys = store.slabs(layer, KvKind.KEY, pages);
-        MemorySegment[] values = store.slabs(layer, KvKind.VALUE, pages);
-        boolean f16 = store.elementType() == KvElementType.F16;
+        MemorySegment[][] keys = new MemorySegment[n][], values = new MemorySegment[n][];
+        for (int s = 0; s < n; s++) {
+            Segment seg = segments.get(s);
+            int pages = (seg.startPos() + seg.tokens().length + stores[s].pageTokens() - 1) / stores[s].pageTokens();
+            keys[s] = stores[s].slabs(layer, KvKind.KEY, pages);
+            values[s] = stores[s].slabs(layer, KvKind.VALUE, pages);
+        }
         float[] out = new float[tokens * heads * headDim];
         int group = heads / kvHeads;
         float scale = (float) (1.0 / Math.sqrt(headDim));
+        int scoreLength = maxLen;
         pool.runRanges(tokens * heads, pool.threads() * 4, (from, to) -> {
-            float[] scores = new float[len];
+            float[] scores = new float[scoreLength];
             for (int task = from; task < to; task++) {
                 int t = task / heads, h = task % heads;
                 int off = (t * heads + h) * headDim;
-                if (f16) {
-                    attendOneF16(qa.data(), off, keys, values, pageTokens, kvDim, (h / group) * headDim, startPos + t + 1,
-                            headDim, scale, scores, out, off);
+                CpuKvStore store = stores[segmentOf[t]];
+                if (store.elementType() == KvElementType.F16) {
+                    attendOneF16(qa.data(), off, keys[segmentOf[t]], values[segmentOf[t]], store.pageTokens(), kvDim, (h / group) * headDim,
+                            positionOf[t] + 1, headDim, scale, scores, out, off);
                 } else {
-                    attendOne(qa.data(), off, keys, values, pageTokens, kvDim, (h / group) * headDim, startPos + t + 1,
-                            headDim, scale, scores, out, off);
+                    attendOne(qa.data(), off, keys[segmentOf[t]], values[segmentOf[t]], store.pageTokens(), kvDim, (h / group) * headDim,
+                            positionOf[t] + 1, headDim, scale, scores, out, off);
                 }
             }
         });
         return new CpuActivation(out, tokens, heads * headDim);
+    }
+
+    /** The segment's store as a CPU store whose open step is exactly the segment's positions. */
+    private static CpuKvStore checkedStore(Segment seg, int layer, int kvDim) {
+        if (!(seg.kv() instanceof CpuKvStore store)) {
+            throw new IllegalArgumentException("the cpu attention needs a cpu kv store, got " + seg.kv().getClass().getName());
+        }
+        if (store.kvDim() != kvDim) throw new IllegalArgumentException("kv store holds entries of " + store.kvDim() + ", attention needs " + kvDim);
+        if (layer < 0 || layer >= store.layers()) throw new IndexOutOfBoundsException("layer " + layer + " outside [0, " + store.layers() + ")");
+        int tokens = seg.tokens().length;
+        if (seg.startPos() != store.length() || tokens != store.pending()) {
+            throw new IllegalStateException("attention at positions " + seg.startPos() + "…" + (seg.startPos() + tokens - 1)
+                    + " but the open kv step is [" + store.length() + ", " + (store.length() + store.pending()) + ")");
+        }
+        return store;
     }
 
     /**
@@ -279,12 +305,14 @@ final class CpuOps implements Ops {
         return new CpuActivation(out, x.tokens(), x.width());
     }
 
-    public Activation row(Activation x, int row) {
+    public Activation rows(Activation x, int[] rows) {
         CpuActivation in = cpu(x);
-        if (row < 0 || row >= in.tokens()) throw new IndexOutOfBoundsException("row " + row + " of " + in.tokens());
-        float[] out = new float[in.width()];
-        System.arraycopy(in.data(), row * in.width(), out, 0, in.width());
-        return new CpuActivation(out, 1, in.width());
+        float[] out = new float[rows.length * in.width()];
+        for (int i = 0; i < rows.length; i++) {
+            if (rows[i] < 0 || rows[i] >= in.tokens()) throw new IndexOutOfBoundsException("row " + rows[i] + " of " + in.tokens());
+            System.arraycopy(in.data(), rows[i] * in.width(), out, i * in.width(), in.width());
+        }
+        return new CpuActivation(out, rows.length, in.width());
     }
 
     public float[][] logits(Activation x, Weight output) {

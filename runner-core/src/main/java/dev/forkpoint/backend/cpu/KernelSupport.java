@@ -23,8 +23,21 @@ final class KernelSupport {
         for (int i = 0; i < HALF_TO_FLOAT.length; i++) HALF_TO_FLOAT[i] = Float.float16ToFloat((short) i);
     }
 
-    /** Below this many tokens a multiply runs the decode (matrix–vector) kernel once per token. */
-    static final int PREFILL_MIN_TOKENS = 4;
+    /**
+     * Up to this many tokens a multiply runs the decode kernel: every token's dot products in exactly the arithmetic
+     * order of a one-token multiply (so a batch of decode rows gives bit-identical results to running the rows one
+     * at a time), with each weight block decoded once per group of {@link #DECODE_GROUP} tokens. Above it, the
+     * prefill GEMM ({@link FloatGemm}), whose sums are ordered differently.
+     */
+    static final int DECODE_MAX_ROWS = 16;
+
+    /** Tokens whose dot products the multi-row decode kernels compute together from one read of a weight block. */
+    static final int DECODE_GROUP = 4;
+
+    /** Whether a multiply of n tokens takes the prefill GEMM path. */
+    static boolean gemm(int n) {
+        return n > DECODE_MAX_ROWS;
+    }
 
     /** Task count for row-parallel loops: a few per thread so that a slow core does not hold the others up. */
     static int parts(WorkerPool pool) {

@@ -46,7 +46,7 @@ final class Q6KMatrix implements PackedMatrix {
     public void multiply(float[] x, int n, float[] out, WorkerPool pool) {
         KernelSupport.checkMultiply(this, x, n, out);
         Q8Activations a = Q8Activations.q8_K(x, n, cols);
-        if (n >= KernelSupport.PREFILL_MIN_TOKENS) {
+        if (KernelSupport.gemm(n)) {
             FloatGemm.multiply(this, a.dequantized(), n, out, pool);
             return;
         }

@@ -43,7 +43,7 @@ final class Q8_0Matrix implements PackedMatrix {
     public void multiply(float[] x, int n, float[] out, WorkerPool pool) {
         KernelSupport.checkMultiply(this, x, n, out);
         Q8Activations a = Q8Activations.q8_0(x, n, cols, false);
-        if (n >= KernelSupport.PREFILL_MIN_TOKENS) {
+        if (KernelSupport.gemm(n)) {
             FloatGemm.multiply(this, a.dequantized(), n, out, pool);
             return;
         }
@@ -51,10 +51,95 @@ final class Q8_0Matrix implements PackedMatrix {
         float[] d = a.d();
         pool.runRanges(rows, KernelSupport.parts(pool), 8, (from, to) -> {
             for (int r = from; r < to; r++) {
-                for (int t = 0; t < n; t++) out[t * rows + r] = dot((long) r * blocks * BYTES, q, d, t * blocks);
+                long base = (long) r * blocks * BYTES;
+                int t = 0;
+                for (; t + KernelSupport.DECODE_GROUP <= n; t += KernelSupport.DECODE_GROUP) dot4(base, q, d, t * blocks, out, t * rows + r);
+                for (; t < n; t++) out[t * rows + r] = dot(base, q, d, t * blocks);
             }
         });
     }
+
+    /**
+     * {@link #dot} for four tokens whose blocks start at b0, b0+blocks, b0+2·blocks, b0+3·blocks, each weight block
+     * widened once: every token's sum is computed in exactly dot's order (same products, accumulators and
+     * reduction), so the results are bit-identical. Writes out[o + k·rows], k &lt; 4.
+     */
+    private void dot4(long base, short[] q, float[] d, int b0, float[] out, int o) {
+        MemorySegment w = data;
+        float[] half = KernelSupport.HALF_TO_FLOAT;
+        int c0 = b0, c1 = c0 + blocks, c2 = c1 + blocks, c3 = c2 + blocks;
+        FloatVector a0 = FloatVector.zero(F), e0 = a0, a1 = a0, e1 = a0, a2 = a0, e2 = a0, a3 = a0, e3 = a0;
+        int b = 0;
+        for (; b + 1 < blocks; b += 2) {
+            long bo = base + (long) b * BYTES;
+            ShortVector w0 = (ShortVector) ByteVector.fromMemorySegment(B, w, bo + 2, LE).convertShape(VectorOperators.B2S, S, 0);
+            ShortVector w1 = (ShortVector) ByteVector.fromMemorySegment(B, w, bo + 18, LE).convertShape(VectorOperators.B2S, S, 0);
+            float h0 = half[w.get(I16, bo) & 0xffff];
+            long bo1 = bo + BYTES;
+            ShortVector u0 = (ShortVector) ByteVector.fromMemorySegment(B, w, bo1 + 2, LE).convertShape(VectorOperators.B2S, S, 0);
+            ShortVector u1 = (ShortVector) ByteVector.fromMemorySegment(B, w, bo1 + 18, LE).convertShape(VectorOperators.B2S, S, 0);
+            float h1 = half[w.get(I16, bo1) & 0xffff];
+            {
+                int qi = (c0 + b) * 32;
+                ShortVector p = w0.mul(ShortVector.fromArray(S, q, qi)).add(w1.mul(ShortVector.fromArray(S, q, qi + 16)));
+                a0 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h0 * d[c0 + b]), a0);
+                ShortVector p1 = u0.mul(ShortVector.fromArray(S, q, qi + 32)).add(u1.mul(ShortVector.fromArray(S, q, qi + 48)));
+                e0 = ((FloatVector) p1.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h1 * d[c0 + b + 1]), e0);
+            }
+            {
+                int qi = (c1 + b) * 32;
+                ShortVector p = w0.mul(ShortVector.fromArray(S, q, qi)).add(w1.mul(ShortVector.fromArray(S, q, qi + 16)));
+                a1 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h0 * d[c1 + b]), a1);
+                ShortVector p1 = u0.mul(ShortVector.fromArray(S, q, qi + 32)).add(u1.mul(ShortVector.fromArray(S, q, qi + 48)));
+                e1 = ((FloatVector) p1.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h1 * d[c1 + b + 1]), e1);
+            }
+            {
+                int qi = (c2 + b) * 32;
+                ShortVector p = w0.mul(ShortVector.fromArray(S, q, qi)).add(w1.mul(ShortVector.fromArray(S, q, qi + 16)));
+                a2 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h0 * d[c2 + b]), a2);
+                ShortVector p1 = u0.mul(ShortVector.fromArray(S, q, qi + 32)).add(u1.mul(ShortVector.fromArray(S, q, qi + 48)));
+                e2 = ((FloatVector) p1.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h1 * d[c2 + b + 1]), e2);
+            }
+            {
+                int qi = (c3 + b) * 32;
+                ShortVector p = w0.mul(ShortVector.fromArray(S, q, qi)).add(w1.mul(ShortVector.fromArray(S, q, qi + 16)));
+                a3 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h0 * d[c3 + b]), a3);
+                ShortVector p1 = u0.mul(ShortVector.fromArray(S, q, qi + 32)).add(u1.mul(ShortVector.fromArray(S, q, qi + 48)));
+                e3 = ((FloatVector) p1.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h1 * d[c3 + b + 1]), e3);
+            }
+        }
+        if (b < blocks) {
+            long bo = base + (long) b * BYTES;
+            ShortVector w0 = (ShortVector) ByteVector.fromMemorySegment(B, w, bo + 2, LE).convertShape(VectorOperators.B2S, S, 0);
+            ShortVector w1 = (ShortVector) ByteVector.fromMemorySegment(B, w, bo + 18, LE).convertShape(VectorOperators.B2S, S, 0);
+            float h0 = half[w.get(I16, bo) & 0xffff];
+            {
+                int qi = (c0 + b) * 32;
+                ShortVector p = w0.mul(ShortVector.fromArray(S, q, qi)).add(w1.mul(ShortVector.fromArray(S, q, qi + 16)));
+                a0 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h0 * d[c0 + b]), a0);
+            }
+            {
+                int qi = (c1 + b) * 32;
+                ShortVector p = w0.mul(ShortVector.fromArray(S, q, qi)).add(w1.mul(ShortVector.fromArray(S, q, qi + 16)));
+                a1 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h0 * d[c1 + b]), a1);
+            }
+            {
+                int qi = (c2 + b) * 32;
+                ShortVector p = w0.mul(ShortVector.fromArray(S, q, qi)).add(w1.mul(ShortVector.fromArray(S, q, qi + 16)));
+                a2 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h0 * d[c2 + b]), a2);
+            }
+            {
+                int qi = (c3 + b) * 32;
+                ShortVector p = w0.mul(ShortVector.fromArray(S, q, qi)).add(w1.mul(ShortVector.fromArray(S, q, qi + 16)));
+                a3 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h0 * d[c3 + b]), a3);
+            }
+        }
+        out[o] = a0.add(e0).reduceLanes(VectorOperators.ADD);
+        out[o + rows] = a1.add(e1).reduceLanes(VectorOperators.ADD);
+        out[o + 2 * rows] = a2.add(e2).reduceLanes(VectorOperators.ADD);
+        out[o + 3 * rows] = a3.add(e3).reduceLanes(VectorOperators.ADD);
+    }
+
 
     /**
      * Σ over the row's blocks of d_w · d_x · Σ q_w·q_x: 16-bit products (exact, |q_w·q_x| ≤ 16256, a pair ≤ 32512),
