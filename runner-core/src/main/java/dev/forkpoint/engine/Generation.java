@@ -128,7 +128,7 @@ final class Generation {
             long t2 = System.nanoTime();
             int[] ids = Arrays.copyOfRange(history, prompt.length, historyLength);
             return new GenerationResult(prompt.length, t1 - t0, ids, t2 - t1, doneReason, text.toString(),
-                    reused, prompt.length - reused);
+                    reused, prompt.length - reused, stops.matchedStop());
         } catch (RuntimeException | Error e) {
             failure = e;
             throw e;
