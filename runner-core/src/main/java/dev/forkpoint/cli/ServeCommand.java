@@ -4,7 +4,9 @@ import dev.forkpoint.engine.EngineOptions;
 import dev.forkpoint.server.ForkpointServer;
 import dev.forkpoint.server.ServerApi;
 import dev.forkpoint.server.ServerConfig;
+import dev.forkpoint.server.anthropic.AnthropicApi;
 import dev.forkpoint.server.ollama.OllamaApi;
+import dev.forkpoint.server.openai.OpenAiApi;
 import dev.forkpoint.server.runner.RunnerApi;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -61,7 +63,7 @@ final class ServeCommand implements Callable<Integer> {
 
     /** The APIs `serve` installs. */
     static List<ServerApi> apis() {
-        return List.of(new OllamaApi(), new RunnerApi());
+        return List.of(new OllamaApi(), new RunnerApi(), new OpenAiApi(), new AnthropicApi());
     }
 
     @Override

@@ -248,7 +248,7 @@ final class Generation {
         int reused = match.matchedTokens();
         int[] ids = Arrays.copyOfRange(history, prompt.length, historyLength);
         result = new GenerationResult(prompt.length, firstTokenNanos - startNanos, ids, end - firstTokenNanos, doneReason,
-                text.toString(), reused, prompt.length - reused);
+                text.toString(), reused, prompt.length - reused, stops.matchedStop());
     }
 
     /**

@@ -12,9 +12,18 @@ package dev.forkpoint.engine;
  * @param cachedTokens          prompt tokens whose KV was reused from the prefix cache (not evaluated)
  * @param evaluatedPromptTokens prompt tokens evaluated: promptTokens − cachedTokens (≥ 1: the last prompt token is
  *                              always evaluated, its logits are needed)
+ * @param stopSequence          the stop string that ended the generation (withheld from {@code text}), or null when
+ *                              none did (end-of-generation token, num_predict, context full)
  */
 public record GenerationResult(int promptTokens, long promptNanos, int[] generatedIds, long generationNanos,
-                               String doneReason, String text, int cachedTokens, int evaluatedPromptTokens) {
+                               String doneReason, String text, int cachedTokens, int evaluatedPromptTokens,
+                               String stopSequence) {
+    /** A result that ended without a stop string. */
+    public GenerationResult(int promptTokens, long promptNanos, int[] generatedIds, long generationNanos,
+                            String doneReason, String text, int cachedTokens, int evaluatedPromptTokens) {
+        this(promptTokens, promptNanos, generatedIds, generationNanos, doneReason, text, cachedTokens, evaluatedPromptTokens, null);
+    }
+
     /** Evaluated prompt tokens per second (reused tokens cost nothing and are not counted). */
     public double promptTokensPerSecond() { return promptNanos == 0 ? 0 : evaluatedPromptTokens * 1e9 / promptNanos; }
     public double generationTokensPerSecond() { return generationNanos == 0 ? 0 : generatedIds.length * 1e9 / generationNanos; }

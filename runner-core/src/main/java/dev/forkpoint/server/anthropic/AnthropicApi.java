@@ -1,0 +1,345 @@
+package dev.forkpoint.server.anthropic;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.forkpoint.chat.AssistantReply;
+import dev.forkpoint.chat.ChatMessage;
+import dev.forkpoint.chat.ToolCall;
+import dev.forkpoint.chat.ToolCallFormat;
+import dev.forkpoint.chat.ToolDefinition;
+import dev.forkpoint.engine.GenerationCancelledException;
+import dev.forkpoint.engine.GenerationEvent;
+import dev.forkpoint.engine.GenerationRequest;
+import dev.forkpoint.engine.GenerationResult;
+import dev.forkpoint.sampling.SamplingOptions;
+import dev.forkpoint.server.ApiError;
+import dev.forkpoint.server.BadFieldException;
+import dev.forkpoint.server.ClientGoneException;
+import dev.forkpoint.server.Completion;
+import dev.forkpoint.server.EventStream;
+import dev.forkpoint.server.Json;
+import dev.forkpoint.server.ModelLease;
+import dev.forkpoint.server.ServedModel;
+import dev.forkpoint.server.ServerApi;
+import dev.forkpoint.server.ServerCore;
+import io.javalin.http.Context;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+
+/**
+ * Anthropic's Messages API: {@code POST /v1/messages} and {@code POST /v1/messages/count_tokens}. The API key may come
+ * as {@code x-api-key} (checked by the core); {@code anthropic-version} is accepted (there is one behaviour).
+ *
+ * <p>Usage: {@code input_tokens} = prompt tokens evaluated (not reused), {@code cache_read_input_tokens} = prompt
+ * tokens reused from the prefix cache (the two add up to the prompt), {@code cache_creation_input_tokens} 0 (the
+ * prefix cache needs no explicit cache writes), {@code output_tokens} = tokens generated. {@code stop_reason}:
+ * {@code tool_use} when the reply holds tool calls, {@code stop_sequence} (with {@code stop_sequence} naming the one
+ * that matched), {@code max_tokens}, else {@code end_turn}.
+ *
+ * <p>Streaming (SSE, {@code event: <type>}): {@code message_start}, {@code content_block_start}, {@code ping},
+ * {@code content_block_delta} ({@code text_delta}) …, {@code content_block_stop}, {@code message_delta} (stop reason,
+ * cumulative usage), {@code message_stop}; an error after streaming began is an {@code event: error}. When tools are
+ * given and the model's template has a tool-call format, the reply is buffered and parsed at the end, then sent as a
+ * text block and {@code tool_use} blocks (whose input arrives as one {@code input_json_delta}), so text belonging to a
+ * call is never streamed as text.
+ *
+ * <p>Refused with a 400 naming the field rather than ignored: a missing {@code max_tokens}, {@code thinking} enabled,
+ * forced tool choice ({@code any}, {@code tool}), image and document blocks. A prompt plus {@code max_tokens} beyond
+ * the model's context is refused naming the field.
+ */
+public final class AnthropicApi implements ServerApi {
+    static final JsonNodeFactory F = JsonNodeFactory.instance;
+
+    private ServerCore core;
+
+    @Override
+    public void register(ServerCore core) {
+        this.core = core;
+        core.routes(AnthropicApi::renderError)
+                .post("/v1/messages", this::messages)
+                .post("/v1/messages/count_tokens", this::countTokens);
+    }
+
+    static void renderError(Context ctx, ApiError e) {
+        ctx.contentType("application/json").result(Json.write(error(e)));
+    }
+
+    static ObjectNode error(ApiError e) {
+        ObjectNode body = F.objectNode();
+        body.put("type", "error");
+        ObjectNode err = body.putObject("error");
+        err.put("type", switch (e.kind()) {
+            case BAD_REQUEST -> "invalid_request_error";
+            case UNAUTHORIZED -> "authentication_error";
+            case NOT_FOUND -> "not_found_error";
+            case PAYLOAD_TOO_LARGE -> "request_too_large";
+            case BUSY -> "overloaded_error";
+            case INTERNAL, CANCELLED -> "api_error";
+        });
+        err.put("message", e.param() == null || e.param().isEmpty() || e.message().contains(e.param())
+                ? e.message() : e.param() + ": " + e.message());
+        return body;
+    }
+
+    // ---- messages ----
+
+    private void messages(Context ctx) throws InterruptedException {
+        var req = Json.read(ctx, AnthropicRequests.Messages.class);
+        if (req.maxTokens() == null) throw new BadFieldException("max_tokens", "max_tokens: Field required");
+        if (req.maxTokens() < 1) throw new BadFieldException("max_tokens", "max_tokens must be at least 1, got " + req.maxTokens());
+        if (req.thinking() != null && req.thinking().isObject() && req.thinking().path("type").asText("").equals("enabled")) {
+            throw new BadFieldException("thinking", "thinking is not supported yet; remove 'thinking' or set its type to \"disabled\"");
+        }
+        List<ChatMessage> messages = MessageMapping.messages(req.system(), req.messages());
+        List<ToolDefinition> tools = MessageMapping.tools(req.tools(), req.toolChoice());
+        SamplingOptions sampling = sampling(req);
+        try (ModelLease lease = core.models().acquire(req.model(), null)) {
+            ServedModel model = lease.model();
+            ServedModel.ChatPrompt chat = model.renderChat(messages, tools);
+            checkContext(model, chat.prompt(), req.maxTokens());
+            GenerationRequest request = chat.request(sampling, 0, GenerationRequest.NUM_BATCH_DEFAULT, "");
+            boolean parseTools = !tools.isEmpty() && chat.template().toolCallFormat() != ToolCallFormat.NONE;
+            Reply reply = new Reply(model.name(), parseTools ? chat.template()::parseReply : null);
+            Completion completion = model.submit(request);   // 400 / 503 here, before anything is sent
+            if (Boolean.TRUE.equals(req.stream())) stream(ctx, completion, reply);
+            else {
+                try (completion) {
+                    ctx.json(reply.whole(completion.await(ctx)));
+                }
+            }
+        }
+    }
+
+    /** Anthropic's sampling: temperature 1 in [0, 1], top_p (1) in [0, 1], top_k (off) ≥ 0, stop_sequences, max_tokens. */
+    private static SamplingOptions sampling(AnthropicRequests.Messages req) {
+        SamplingOptions o = SamplingOptions.defaults().withTemperature(1.0).withTopP(1.0).withTopK(0).withNumPredict(req.maxTokens());
+        if (req.temperature() != null) {
+            double t = req.temperature();
+            if (!(t >= 0 && t <= 1)) throw new BadFieldException("temperature", "temperature must be in [0, 1], got " + t);
+            o = o.withTemperature(t);
+        }
+        if (req.topP() != null) {
+            double p = req.topP();
+            if (!(p >= 0 && p <= 1)) throw new BadFieldException("top_p", "top_p must be in [0, 1], got " + p);
+            o = o.withTopP(p);
+        }
+        if (req.topK() != null) {
+            if (req.topK() < 0) throw new BadFieldException("top_k", "top_k must be >= 0, got " + req.topK());
+            o = o.withTopK(req.topK());
+        }
+        if (req.stopSequences() != null) {
+            List<String> stops = req.stopSequences();
+            if (stops.size() > SamplingOptions.MAX_STOP_STRINGS) {
+                throw new BadFieldException("stop_sequences", "stop_sequences holds at most " + SamplingOptions.MAX_STOP_STRINGS + " strings, got " + stops.size());
+            }
+            for (int i = 0; i < stops.size(); i++) {
+                if (stops.get(i) == null || stops.get(i).isEmpty()) {
+                    throw new BadFieldException("stop_sequences[" + i + "]", "stop_sequences[" + i + "] must be a non-empty string");
+                }
+            }
+            o = o.withStop(stops);
+        }
+        return o.validate();
+    }
+
+    /** Refuses, naming the field, a prompt that does not fit the context or a prompt + max_tokens beyond it. */
+    private static void checkContext(ServedModel model, String prompt, int maxTokens) {
+        int numCtx = model.model().defaultNumCtx();
+        int tokens = promptTokens(model, prompt);
+        if (tokens >= numCtx) {
+            throw new BadFieldException("messages", "prompt is too long: " + tokens + " tokens, but the model's context is " + numCtx + " tokens");
+        }
+        if (tokens + maxTokens > numCtx) {
+            throw new BadFieldException("max_tokens", "input length and max_tokens exceed the context limit: " + tokens + " + "
+                    + maxTokens + " > " + numCtx + "; lower max_tokens");
+        }
+    }
+
+    private static int promptTokens(ServedModel model, String prompt) {
+        return model.model().tokenizer().encode(prompt, true, true).length;
+    }
+
+    // ---- count_tokens ----
+
+    private void countTokens(Context ctx) {
+        var req = Json.read(ctx, AnthropicRequests.CountTokens.class);
+        List<ChatMessage> messages = MessageMapping.messages(req.system(), req.messages());
+        List<ToolDefinition> tools = MessageMapping.tools(req.tools(), req.toolChoice());
+        try (ModelLease lease = core.models().acquire(req.model(), null)) {
+            ServedModel model = lease.model();
+            ObjectNode body = F.objectNode();
+            body.put("input_tokens", promptTokens(model, model.renderChat(messages, tools).prompt()));
+            ctx.json(body);
+        }
+    }
+
+    // ---- streaming ----
+
+    private static void stream(Context ctx, Completion completion, Reply reply) throws InterruptedException {
+        try (EventStream out = EventStream.sse(ctx, completion)) {
+            boolean textOpen = false;
+            for (GenerationEvent e; (e = out.next()) != null; ) {
+                switch (e) {
+                    case GenerationEvent.Started s -> {
+                        out.send("message_start", reply.start(s.promptTokens() - s.cachedTokens(), s.cachedTokens()));
+                        if (!reply.buffered()) {
+                            out.send("content_block_start", blockStart(0, textBlock("")));
+                            textOpen = true;
+                        }
+                        out.send("ping", F.objectNode().put("type", "ping"));
+                    }
+                    case GenerationEvent.Text t -> {
+                        if (!reply.buffered()) out.send("content_block_delta", delta(0, textDelta(t.piece())));
+                    }
+                    case GenerationEvent.Done d -> {
+                        GenerationResult r = d.result();
+                        AssistantReply parsed = reply.parse(r);
+                        int index = 0;
+                        if (textOpen) {
+                            out.send("content_block_stop", blockStop(index++));
+                        } else {
+                            for (ObjectNode block : reply.blocks(parsed)) {
+                                boolean tool = block.path("type").asText().equals("tool_use");
+                                ObjectNode start = block.deepCopy();
+                                if (tool) start.putObject("input");
+                                else start.put("text", "");
+                                out.send("content_block_start", blockStart(index, start));
+                                if (tool) {
+                                    out.send("content_block_delta", delta(index, F.objectNode().put("type", "input_json_delta")
+                                            .put("partial_json", Json.write(block.get("input")))));
+                                } else if (!block.path("text").asText().isEmpty()) {
+                                    out.send("content_block_delta", delta(index, textDelta(block.path("text").asText())));
+                                }
+                                out.send("content_block_stop", blockStop(index++));
+                            }
+                        }
+                        ObjectNode md = F.objectNode().put("type", "message_delta");
+                        ObjectNode dd = md.putObject("delta");
+                        dd.put("stop_reason", stopReason(r, parsed));
+                        if (r.stopSequence() == null || !parsed.toolCalls().isEmpty()) dd.putNull("stop_sequence");
+                        else dd.put("stop_sequence", r.stopSequence());
+                        md.set("usage", usage(r));
+                        out.send("message_delta", md);
+                        out.send("message_stop", F.objectNode().put("type", "message_stop"));
+                    }
+                    case GenerationEvent.Failed f -> {
+                        if (f.error() instanceof GenerationCancelledException) throw new ClientGoneException(f.error());
+                        out.send("error", error(ApiError.of(f.error())));
+                    }
+                }
+            }
+        }
+    }
+
+    private static ObjectNode blockStart(int index, ObjectNode block) {
+        ObjectNode n = F.objectNode().put("type", "content_block_start").put("index", index);
+        n.set("content_block", block);
+        return n;
+    }
+
+    private static ObjectNode delta(int index, ObjectNode delta) {
+        ObjectNode n = F.objectNode().put("type", "content_block_delta").put("index", index);
+        n.set("delta", delta);
+        return n;
+    }
+
+    private static ObjectNode blockStop(int index) {
+        return F.objectNode().put("type", "content_block_stop").put("index", index);
+    }
+
+    private static ObjectNode textDelta(String text) {
+        return F.objectNode().put("type", "text_delta").put("text", text);
+    }
+
+    private static ObjectNode textBlock(String text) {
+        return F.objectNode().put("type", "text").put("text", text);
+    }
+
+    static String stopReason(GenerationResult r, AssistantReply parsed) {
+        if (!parsed.toolCalls().isEmpty()) return "tool_use";
+        if (r.stopSequence() != null) return "stop_sequence";
+        if (r.doneReason().equals("length")) return "max_tokens";
+        return "end_turn";
+    }
+
+    static ObjectNode usage(GenerationResult r) {
+        ObjectNode u = F.objectNode();
+        u.put("input_tokens", r.evaluatedPromptTokens());
+        u.put("cache_creation_input_tokens", 0);
+        u.put("cache_read_input_tokens", r.cachedTokens());
+        u.put("output_tokens", r.generatedIds().length);
+        return u;
+    }
+
+    /** One message's id, model and shapes. */
+    private static final class Reply {
+        private final String id = "msg_" + UUID.randomUUID().toString().replace("-", "").substring(0, 24);
+        private final String model;
+        private final java.util.function.Function<String, AssistantReply> parser;   // null: no tool parsing
+
+        Reply(String model, java.util.function.Function<String, AssistantReply> parser) {
+            this.model = model;
+            this.parser = parser;
+        }
+
+        boolean buffered() { return parser != null; }
+
+        AssistantReply parse(GenerationResult r) {
+            return parser == null ? new AssistantReply(r.text(), List.of()) : parser.apply(r.text());
+        }
+
+        /** The content blocks: the text (unless empty beside tool calls), then one tool_use block per call. */
+        List<ObjectNode> blocks(AssistantReply reply) {
+            List<ObjectNode> out = new ArrayList<>();
+            if (!reply.content().isEmpty() || reply.toolCalls().isEmpty()) out.add(textBlock(reply.content()));
+            for (int i = 0; i < reply.toolCalls().size(); i++) {
+                ToolCall c = reply.toolCalls().get(i);
+                ObjectNode b = F.objectNode().put("type", "tool_use");
+                b.put("id", c.id() != null && c.id().startsWith("toolu_") ? c.id() : "toolu_" + id.substring(4) + "_" + i);
+                b.put("name", c.name());
+                b.set("input", c.arguments() == null ? F.objectNode() : c.arguments());
+                out.add(b);
+            }
+            return out;
+        }
+
+        private ObjectNode message(ArrayNode content) {
+            ObjectNode m = F.objectNode();
+            m.put("id", id);
+            m.put("type", "message");
+            m.put("role", "assistant");
+            m.put("model", model);
+            m.set("content", content);
+            return m;
+        }
+
+        ObjectNode whole(GenerationResult r) {
+            AssistantReply parsed = parse(r);
+            ArrayNode content = F.arrayNode();
+            content.addAll(blocks(parsed));
+            ObjectNode m = message(content);
+            m.put("stop_reason", stopReason(r, parsed));
+            if (r.stopSequence() == null || !parsed.toolCalls().isEmpty()) m.putNull("stop_sequence");
+            else m.put("stop_sequence", r.stopSequence());
+            m.set("usage", usage(r));
+            return m;
+        }
+
+        ObjectNode start(int inputTokens, int cachedTokens) {
+            ObjectNode m = message(F.arrayNode());
+            m.putNull("stop_reason");
+            m.putNull("stop_sequence");
+            ObjectNode u = m.putObject("usage");
+            u.put("input_tokens", inputTokens);
+            u.put("cache_creation_input_tokens", 0);
+            u.put("cache_read_input_tokens", cachedTokens);
+            u.put("output_tokens", 0);
+            ObjectNode event = F.objectNode().put("type", "message_start");
+            event.set("message", m);
+            return event;
+        }
+    }
+}

@@ -1,0 +1,171 @@
+package dev.forkpoint.server.anthropic;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import dev.forkpoint.chat.ChatMessage;
+import dev.forkpoint.chat.ToolCall;
+import dev.forkpoint.chat.ToolDefinition;
+import dev.forkpoint.server.BadFieldException;
+import dev.forkpoint.server.Json;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Anthropic's {@code system} and {@code messages} as the chat template's {@link ChatMessage}s, and its tools as
+ * {@link ToolDefinition}s. Content is a string or an array of blocks: {@code text}; in assistant turns
+ * {@code tool_use} (→ the message's tool calls; {@code thinking} blocks, the model's own reasoning, are dropped); in
+ * user turns {@code tool_result} (→ a "tool" message each, before the turn's text). Image and document blocks are a
+ * 400 naming them (Forkpoint runs text models); so is every other malformed field, by its JSON path.
+ */
+final class MessageMapping {
+    private static final JsonNodeFactory F = JsonNodeFactory.instance;
+
+    private MessageMapping() {}
+
+    static List<ChatMessage> messages(JsonNode system, List<JsonNode> messages) {
+        if (messages == null) throw new BadFieldException("messages", "messages is required");
+        if (messages.isEmpty()) throw new BadFieldException("messages", "messages must not be empty");
+        List<ChatMessage> out = new ArrayList<>();
+        String sys = system(system);
+        if (!sys.isEmpty()) out.add(ChatMessage.of("system", sys));
+        Map<String, String> callNames = new HashMap<>();
+        for (int i = 0; i < messages.size(); i++) {
+            String at = "messages[" + i + "]";
+            JsonNode m = messages.get(i);
+            if (m == null || !m.isObject()) throw new BadFieldException(at, at + " must be an object, got " + Json.describe(m));
+            JsonNode roleNode = m.get("role");
+            String role = roleNode != null && roleNode.isTextual() ? roleNode.asText() : null;
+            if (!"user".equals(role) && !"assistant".equals(role)) {
+                throw new BadFieldException(at + ".role", at + ".role must be \"user\" or \"assistant\", got " + Json.describe(roleNode));
+            }
+            JsonNode content = m.get("content");
+            String cat = at + ".content";
+            if (content == null || content.isNull()) throw new BadFieldException(cat, cat + " is required");
+            if (content.isTextual()) {
+                out.add(ChatMessage.of(role, content.asText()));
+                continue;
+            }
+            if (!content.isArray()) throw new BadFieldException(cat, cat + " must be a string or an array of content blocks, got " + Json.describe(content));
+            StringBuilder text = new StringBuilder();
+            List<ToolCall> calls = new ArrayList<>();
+            for (int j = 0; j < content.size(); j++) {
+                String bat = cat + "[" + j + "]";
+                JsonNode b = content.get(j);
+                if (!b.isObject()) throw new BadFieldException(bat, bat + " must be a content block object, got " + Json.describe(b));
+                String type = textField(b, "type", bat);
+                switch (type) {
+                    case "text" -> text.append(textField(b, "text", bat));
+                    case "tool_use" -> {
+                        if (!role.equals("assistant")) throw new BadFieldException(bat + ".type", bat + ": tool_use blocks belong in assistant messages");
+                        String id = textField(b, "id", bat), name = textField(b, "name", bat);
+                        JsonNode input = b.get("input");
+                        if (input != null && !input.isNull() && !input.isObject()) {
+                            throw new BadFieldException(bat + ".input", bat + ".input must be an object, got " + Json.describe(input));
+                        }
+                        calls.add(new ToolCall(id, name, input == null || input.isNull() ? F.objectNode() : input));
+                        callNames.put(id, name);
+                    }
+                    case "tool_result" -> {
+                        if (!role.equals("user")) throw new BadFieldException(bat + ".type", bat + ": tool_result blocks belong in user messages");
+                        String id = textField(b, "tool_use_id", bat);
+                        String result = toolResult(b.get("content"), bat + ".content");
+                        JsonNode isError = b.get("is_error");
+                        if (isError != null && isError.asBoolean(false)) result = "Error: " + result;
+                        out.add(new ChatMessage("tool", result, List.of(), id, callNames.get(id)));
+                    }
+                    case "thinking", "redacted_thinking" -> {
+                        if (!role.equals("assistant")) throw new BadFieldException(bat + ".type", bat + ": " + type + " blocks belong in assistant messages");
+                    }
+                    case "image", "document" -> throw new BadFieldException(bat,
+                            bat + " is an '" + type + "' block: only text is supported (Forkpoint runs text models)");
+                    default -> throw new BadFieldException(bat + ".type", bat + ".type \"" + type + "\" is not supported (text, tool_use, tool_result)");
+                }
+            }
+            if (role.equals("assistant")) out.add(new ChatMessage("assistant", text.toString(), calls, null, null));
+            else if (!text.isEmpty() || content.isEmpty()) out.add(ChatMessage.of("user", text.toString()));
+        }
+        return out;
+    }
+
+    /** {@code system}: null, a string, or an array of text blocks (joined). */
+    static String system(JsonNode system) {
+        if (system == null || system.isNull()) return "";
+        if (system.isTextual()) return system.asText();
+        if (!system.isArray()) throw new BadFieldException("system", "system must be a string or an array of text blocks, got " + Json.describe(system));
+        StringBuilder s = new StringBuilder();
+        for (int j = 0; j < system.size(); j++) {
+            String at = "system[" + j + "]";
+            JsonNode b = system.get(j);
+            if (!b.isObject()) throw new BadFieldException(at, at + " must be a text block, got " + Json.describe(b));
+            String type = textField(b, "type", at);
+            if (!type.equals("text")) throw new BadFieldException(at + ".type", at + ".type must be \"text\", got \"" + type + "\"");
+            if (!s.isEmpty()) s.append('\n');
+            s.append(textField(b, "text", at));
+        }
+        return s.toString();
+    }
+
+    private static String toolResult(JsonNode content, String at) {
+        if (content == null || content.isNull()) return "";
+        if (content.isTextual()) return content.asText();
+        if (!content.isArray()) throw new BadFieldException(at, at + " must be a string or an array of text blocks, got " + Json.describe(content));
+        StringBuilder s = new StringBuilder();
+        for (int k = 0; k < content.size(); k++) {
+            String bat = at + "[" + k + "]";
+            JsonNode b = content.get(k);
+            if (!b.isObject()) throw new BadFieldException(bat, bat + " must be a content block, got " + Json.describe(b));
+            String type = textField(b, "type", bat);
+            if (!type.equals("text")) throw new BadFieldException(bat, bat + " is a '" + type + "' block: tool results may hold text only");
+            s.append(textField(b, "text", bat));
+        }
+        return s.toString();
+    }
+
+    /** The tools offered (none when tool_choice is "none"); forcing a tool ("any", "tool") is refused. */
+    static List<ToolDefinition> tools(List<JsonNode> tools, JsonNode toolChoice) {
+        if (toolChoice != null && !toolChoice.isNull()) {
+            if (!toolChoice.isObject()) throw new BadFieldException("tool_choice", "tool_choice must be an object, got " + Json.describe(toolChoice));
+            String type = textField(toolChoice, "type", "tool_choice");
+            switch (type) {
+                case "none" -> { return List.of(); }
+                case "auto" -> { }
+                case "any", "tool" -> throw new BadFieldException("tool_choice.type", "tool_choice.type \"" + type
+                        + "\" is not supported yet: forcing a tool call needs constrained decoding; use \"auto\" or \"none\"");
+                default -> throw new BadFieldException("tool_choice.type", "tool_choice.type must be auto, any, tool or none, got \"" + type + "\"");
+            }
+        }
+        if (tools == null) return List.of();
+        List<ToolDefinition> out = new ArrayList<>();
+        for (int i = 0; i < tools.size(); i++) {
+            String at = "tools[" + i + "]";
+            JsonNode t = tools.get(i);
+            if (t == null || !t.isObject()) throw new BadFieldException(at, at + " must be an object, got " + Json.describe(t));
+            JsonNode type = t.get("type");
+            if (type != null && !type.isNull() && !(type.isTextual() && type.asText().equals("custom"))) {
+                throw new BadFieldException(at + ".type", at + ".type " + Json.describe(type)
+                        + " is not supported: only client tools (with input_schema) can be offered");
+            }
+            String name = textField(t, "name", at);
+            if (name.isEmpty()) throw new BadFieldException(at + ".name", at + ".name must not be empty");
+            JsonNode desc = t.get("description");
+            if (desc != null && !desc.isNull() && !desc.isTextual()) {
+                throw new BadFieldException(at + ".description", at + ".description must be a string, got " + Json.describe(desc));
+            }
+            JsonNode schema = t.get("input_schema");
+            if (schema == null || !schema.isObject()) {
+                throw new BadFieldException(at + ".input_schema", at + ".input_schema must be a JSON schema object, got " + Json.describe(schema));
+            }
+            out.add(new ToolDefinition(name, desc == null || desc.isNull() ? "" : desc.asText(), schema));
+        }
+        return out;
+    }
+
+    private static String textField(JsonNode obj, String field, String at) {
+        JsonNode v = obj.get(field);
+        if (v == null || !v.isTextual()) throw new BadFieldException(at + "." + field, at + "." + field + " must be a string, got " + Json.describe(v));
+        return v.asText();
+    }
+}

@@ -1,0 +1,415 @@
+package dev.forkpoint.server.openai;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.forkpoint.chat.AssistantReply;
+import dev.forkpoint.chat.ChatMessage;
+import dev.forkpoint.chat.ToolCall;
+import dev.forkpoint.chat.ToolCallFormat;
+import dev.forkpoint.chat.ToolDefinition;
+import dev.forkpoint.engine.GenerationCancelledException;
+import dev.forkpoint.engine.GenerationEvent;
+import dev.forkpoint.engine.GenerationRequest;
+import dev.forkpoint.engine.GenerationResult;
+import dev.forkpoint.sampling.SamplingOptions;
+import dev.forkpoint.server.ApiError;
+import dev.forkpoint.server.BadFieldException;
+import dev.forkpoint.server.ClientGoneException;
+import dev.forkpoint.server.Completion;
+import dev.forkpoint.server.EventStream;
+import dev.forkpoint.server.Json;
+import dev.forkpoint.server.ModelLease;
+import dev.forkpoint.server.ModelListing;
+import dev.forkpoint.server.ModelNotFoundException;
+import dev.forkpoint.server.ServedModel;
+import dev.forkpoint.server.ServerApi;
+import dev.forkpoint.server.ServerCore;
+import io.javalin.http.Context;
+
+import java.time.Instant;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.UUID;
+
+/**
+ * OpenAI's API: {@code POST /v1/chat/completions}, {@code POST /v1/completions}, {@code GET /v1/models} and
+ * {@code GET /v1/models/<id>} (the id may hold a slash). Streaming is SSE ({@code data: {json}} chunks ending with {@code data: [DONE]});
+ * {@code stream_options.include_usage} adds a last chunk with empty choices and the usage. Usage:
+ * {@code prompt_tokens} = all prompt tokens, {@code prompt_tokens_details.cached_tokens} = those reused from the
+ * prefix cache, {@code completion_tokens} = tokens generated. Errors are {@code {"error":{"message","type","param",
+ * "code"}}} with 400/401/404/413/500/503; an error after streaming began is a last {@code data: {"error":…}} event
+ * followed by {@code [DONE]}.
+ *
+ * <p>Tool calls: when tools are given and the model's template has a tool-call format, the reply is buffered and parsed
+ * at the end (also when streaming: the text and the tool calls are then sent as the last deltas), so text that
+ * belongs to a call is never streamed as content. Without tools, text streams as it is generated.
+ *
+ * <p>{@code /v1/completions} defaults {@code max_tokens} to 16, as OpenAI does; chat completions generate until the end
+ * of the reply or of the context. A prompt plus {@code max_tokens} beyond the context is refused naming the field.
+ *
+ * <p>Shares {@code POST /v1/completions} with the Ollama runner protocol, which claims its own bodies; this API takes
+ * the rest (see {@link dev.forkpoint.server.ApiRoutes}).
+ */
+public final class OpenAiApi implements ServerApi {
+    static final JsonNodeFactory F = JsonNodeFactory.instance;
+    static final int COMPLETIONS_DEFAULT_MAX_TOKENS = 16;
+
+    private ServerCore core;
+
+    @Override
+    public void register(ServerCore core) {
+        this.core = core;
+        core.routes(OpenAiApi::renderError)
+                .post("/v1/chat/completions", this::chat)
+                .post("/v1/completions", this::completions)
+                .get("/v1/models", this::models)
+                .get("/v1/models/<id>", this::model);
+    }
+
+    /** OpenAI's error body; the type and code follow the status. */
+    static void renderError(Context ctx, ApiError e) {
+        ctx.contentType("application/json").result(Json.write(Map.of("error", error(e))));
+    }
+
+    static ObjectNode error(ApiError e) {
+        ObjectNode err = F.objectNode();
+        err.put("message", e.message());
+        err.put("type", switch (e.kind()) {
+            case BAD_REQUEST, NOT_FOUND, PAYLOAD_TOO_LARGE, UNAUTHORIZED -> "invalid_request_error";
+            case BUSY, INTERNAL, CANCELLED -> "server_error";
+        });
+        if (e.param() == null || e.param().isEmpty()) err.putNull("param");
+        else err.put("param", e.param());
+        String code = switch (e.kind()) {
+            case UNAUTHORIZED -> "invalid_api_key";
+            case NOT_FOUND -> "model_not_found";
+            case PAYLOAD_TOO_LARGE -> "request_too_large";
+            case BUSY -> "overloaded";
+            default -> e.message().contains("context_length_exceeded") ? "context_length_exceeded" : null;
+        };
+        if (code == null) err.putNull("code");
+        else err.put("code", code);
+        return err;
+    }
+
+    // ---- chat completions ----
+
+    private void chat(Context ctx) throws InterruptedException {
+        var req = Json.read(ctx, OpenAiRequests.Chat.class);
+        refuseResponseFormat(req.responseFormat());
+        List<ChatMessage> messages = ChatMapping.messages(req.messages());
+        List<ToolDefinition> tools = ChatMapping.tools(req.tools(), req.toolChoice());
+        Integer maxTokens = req.maxCompletionTokens() != null ? req.maxCompletionTokens() : req.maxTokens();
+        String maxField = req.maxCompletionTokens() != null ? "max_completion_tokens" : "max_tokens";
+        SamplingOptions sampling = OpenAiOptions.sampling(req, maxTokens, maxField);
+        try (ModelLease lease = core.models().acquire(req.model(), null)) {
+            ServedModel model = lease.model();
+            ServedModel.ChatPrompt chat = model.renderChat(messages, tools);
+            OpenAiOptions.checkContext(model, chat.prompt(), maxTokens, "messages", maxField);
+            GenerationRequest request = chat.request(sampling, 0, GenerationRequest.NUM_BATCH_DEFAULT, "");
+            boolean parseTools = !tools.isEmpty() && chat.template().toolCallFormat() != ToolCallFormat.NONE;
+            Reply reply = new ChatReply(model.name(), parseTools ? chat.template()::parseReply : null);
+            respond(ctx, model, request, Boolean.TRUE.equals(req.stream()), includeUsage(req), reply);
+        }
+    }
+
+    // ---- completions ----
+
+    private void completions(Context ctx) throws InterruptedException {
+        var req = Json.read(ctx, OpenAiRequests.Completion.class);
+        String prompt = prompt(req.prompt());
+        if (req.echo() != null && req.echo()) throw new BadFieldException("echo", "echo is not supported; remove 'echo'");
+        if (req.suffix() != null && !req.suffix().isEmpty()) throw new BadFieldException("suffix", "suffix (fill-in-the-middle) is not supported");
+        if (req.bestOf() != null && req.bestOf() != 1) throw new BadFieldException("best_of", "best_of must be 1, got " + req.bestOf());
+        int maxTokens = req.maxTokens() != null ? req.maxTokens() : COMPLETIONS_DEFAULT_MAX_TOKENS;
+        SamplingOptions sampling = OpenAiOptions.sampling(req, maxTokens, "max_tokens");
+        try (ModelLease lease = core.models().acquire(req.model(), null)) {
+            ServedModel model = lease.model();
+            OpenAiOptions.checkContext(model, prompt, maxTokens, "prompt", "max_tokens");
+            GenerationRequest request = new GenerationRequest(prompt, sampling, 0, GenerationRequest.NUM_BATCH_DEFAULT);
+            respond(ctx, model, request, Boolean.TRUE.equals(req.stream()), includeUsage(req), new TextReply(model.name()));
+        }
+    }
+
+    /** {@code prompt}: a string, or an array holding one string. */
+    static String prompt(JsonNode p) {
+        if (p == null || p.isNull()) throw new BadFieldException("prompt", "prompt is required");
+        if (p.isTextual()) return p.asText();
+        if (p.isArray() && p.size() == 1 && p.get(0).isTextual()) return p.get(0).asText();
+        if (p.isArray() && p.size() != 1) {
+            throw new BadFieldException("prompt", "prompt must be a string or an array of exactly one string (one completion per request), got an array of " + p.size());
+        }
+        throw new BadFieldException("prompt", "prompt must be a string or an array of one string (token arrays are not supported), got "
+                + Json.describe(p.isArray() ? p.get(0) : p) + (p.isArray() ? " in the array" : ""));
+    }
+
+    private static boolean includeUsage(OpenAiRequests.Sampling r) {
+        return r.streamOptions() != null && Boolean.TRUE.equals(r.streamOptions().includeUsage());
+    }
+
+    private static void refuseResponseFormat(JsonNode format) {
+        if (format == null || format.isNull()) return;
+        JsonNode type = format.get("type");
+        if (format.isObject() && type != null && type.isTextual() && type.asText().equals("text")) return;
+        throw new BadFieldException("response_format", "response_format " + (type != null && type.isTextual() ? "\"" + type.asText() + "\"" : Json.describe(format))
+                + " is not supported yet: Forkpoint has no constrained decoding, so it cannot guarantee JSON output; remove 'response_format'");
+    }
+
+    // ---- the shared response loop ----
+
+    /** How one endpoint shapes its objects. */
+    private sealed interface Reply permits ChatReply, TextReply {
+        /** The non-streaming response. */
+        ObjectNode whole(GenerationResult r);
+
+        /** Streaming: the chunk sent when generation starts, or null. */
+        ObjectNode first();
+
+        /** Streaming: the chunk for a piece of text, or null when pieces are held back. */
+        ObjectNode piece(String text);
+
+        /** Streaming: the last chunks with choices (held-back text, tool calls, the finish reason). */
+        List<ObjectNode> last(GenerationResult r);
+
+        /** A chunk with empty choices (for the usage chunk). */
+        ObjectNode emptyChunk();
+    }
+
+    private void respond(Context ctx, ServedModel model, GenerationRequest request, boolean stream, boolean includeUsage,
+                         Reply reply) throws InterruptedException {
+        Completion completion = model.submit(request);   // 400 / 503 here, before anything is sent
+        if (!stream) {
+            try (completion) {
+                ctx.json(reply.whole(completion.await(ctx)));
+            }
+            return;
+        }
+        try (EventStream out = EventStream.sse(ctx, completion)) {
+            for (GenerationEvent e; (e = out.next()) != null; ) {
+                switch (e) {
+                    case GenerationEvent.Started s -> send(out, reply.first(), includeUsage);
+                    case GenerationEvent.Text t -> send(out, reply.piece(t.piece()), includeUsage);
+                    case GenerationEvent.Done d -> {
+                        for (ObjectNode chunk : reply.last(d.result())) send(out, chunk, includeUsage);
+                        if (includeUsage) {
+                            ObjectNode u = reply.emptyChunk();
+                            u.set("usage", usage(d.result()));
+                            out.send(u);
+                        }
+                    }
+                    case GenerationEvent.Failed f -> {
+                        if (f.error() instanceof GenerationCancelledException) throw new ClientGoneException(f.error());
+                        out.send(Map.of("error", error(ApiError.of(f.error()))));
+                    }
+                }
+            }
+            out.sendRaw("data: [DONE]\n\n");
+        }
+    }
+
+    private static void send(EventStream out, ObjectNode chunk, boolean includeUsage) {
+        if (chunk == null) return;
+        if (includeUsage) chunk.putNull("usage");
+        out.send(chunk);
+    }
+
+    static ObjectNode usage(GenerationResult r) {
+        ObjectNode u = F.objectNode();
+        int completion = r.generatedIds().length;
+        u.put("prompt_tokens", r.promptTokens());
+        u.put("completion_tokens", completion);
+        u.put("total_tokens", r.promptTokens() + completion);
+        u.putObject("prompt_tokens_details").put("cached_tokens", r.cachedTokens());
+        return u;
+    }
+
+    private static ObjectNode head(String id, String object, String model, long created) {
+        ObjectNode n = F.objectNode();
+        n.put("id", id);
+        n.put("object", object);
+        n.put("created", created);
+        n.put("model", model);
+        n.put("system_fingerprint", "fp_forkpoint");
+        return n;
+    }
+
+    private static String newId(String prefix) {
+        return prefix + UUID.randomUUID().toString().replace("-", "").substring(0, 24);
+    }
+
+    /** A chat completion: {@code chat.completion} / {@code chat.completion.chunk} objects. */
+    private static final class ChatReply implements Reply {
+        private final String id = newId("chatcmpl-");
+        private final long created = Instant.now().getEpochSecond();
+        private final String model;
+        private final java.util.function.Function<String, AssistantReply> parser;   // null: no tool parsing
+
+        ChatReply(String model, java.util.function.Function<String, AssistantReply> parser) {
+            this.model = model;
+            this.parser = parser;
+        }
+
+        private AssistantReply parse(GenerationResult r) {
+            return parser == null ? new AssistantReply(r.text(), List.of()) : parser.apply(r.text());
+        }
+
+        private static String finish(GenerationResult r, AssistantReply reply) {
+            return !reply.toolCalls().isEmpty() ? "tool_calls" : r.doneReason();
+        }
+
+        public ObjectNode whole(GenerationResult r) {
+            AssistantReply reply = parse(r);
+            ObjectNode body = head(id, "chat.completion", model, created);
+            ObjectNode choice = body.putArray("choices").addObject();
+            choice.put("index", 0);
+            ObjectNode message = choice.putObject("message");
+            message.put("role", "assistant");
+            if (reply.content().isEmpty() && !reply.toolCalls().isEmpty()) message.putNull("content");
+            else message.put("content", reply.content());
+            if (!reply.toolCalls().isEmpty()) message.set("tool_calls", toolCalls(reply.toolCalls(), false));
+            choice.putNull("logprobs");
+            choice.put("finish_reason", finish(r, reply));
+            body.set("usage", usage(r));
+            return body;
+        }
+
+        public ObjectNode first() {
+            ObjectNode delta = F.objectNode();
+            delta.put("role", "assistant");
+            delta.put("content", "");
+            return chunk(delta, null);
+        }
+
+        public ObjectNode piece(String text) {
+            if (parser != null) return null;
+            ObjectNode delta = F.objectNode();
+            delta.put("content", text);
+            return chunk(delta, null);
+        }
+
+        public List<ObjectNode> last(GenerationResult r) {
+            if (parser == null) return List.of(chunk(F.objectNode(), r.doneReason()));
+            AssistantReply reply = parse(r);
+            List<ObjectNode> out = new java.util.ArrayList<>();
+            if (!reply.content().isEmpty()) {
+                ObjectNode delta = F.objectNode();
+                delta.put("content", reply.content());
+                out.add(chunk(delta, null));
+            }
+            if (!reply.toolCalls().isEmpty()) {
+                ObjectNode delta = F.objectNode();
+                delta.set("tool_calls", toolCalls(reply.toolCalls(), true));
+                out.add(chunk(delta, null));
+            }
+            out.add(chunk(F.objectNode(), finish(r, reply)));
+            return out;
+        }
+
+        public ObjectNode emptyChunk() {
+            ObjectNode c = head(id, "chat.completion.chunk", model, created);
+            c.putArray("choices");
+            return c;
+        }
+
+        private ObjectNode chunk(ObjectNode delta, String finishReason) {
+            ObjectNode c = head(id, "chat.completion.chunk", model, created);
+            ObjectNode choice = c.putArray("choices").addObject();
+            choice.put("index", 0);
+            choice.set("delta", delta);
+            choice.putNull("logprobs");
+            if (finishReason == null) choice.putNull("finish_reason");
+            else choice.put("finish_reason", finishReason);
+            return c;
+        }
+
+        private static ArrayNode toolCalls(List<ToolCall> calls, boolean indexed) {
+            ArrayNode out = F.arrayNode();
+            for (int i = 0; i < calls.size(); i++) {
+                ToolCall c = calls.get(i);
+                ObjectNode call = out.addObject();
+                if (indexed) call.put("index", i);
+                call.put("id", c.id() != null ? c.id() : "call_" + i);
+                call.put("type", "function");
+                ObjectNode fn = call.putObject("function");
+                fn.put("name", c.name());
+                fn.put("arguments", Json.write(c.arguments() == null ? F.objectNode() : c.arguments()));
+            }
+            return out;
+        }
+    }
+
+    /** A text completion: {@code text_completion} objects, streamed or not. */
+    private static final class TextReply implements Reply {
+        private final String id = newId("cmpl-");
+        private final long created = Instant.now().getEpochSecond();
+        private final String model;
+
+        TextReply(String model) {
+            this.model = model;
+        }
+
+        public ObjectNode whole(GenerationResult r) {
+            ObjectNode body = choice(r.text(), r.doneReason());
+            body.set("usage", usage(r));
+            return body;
+        }
+
+        public ObjectNode first() { return null; }
+
+        public ObjectNode piece(String text) { return choice(text, null); }
+
+        public List<ObjectNode> last(GenerationResult r) { return List.of(choice("", r.doneReason())); }
+
+        public ObjectNode emptyChunk() {
+            ObjectNode c = head(id, "text_completion", model, created);
+            c.putArray("choices");
+            return c;
+        }
+
+        private ObjectNode choice(String text, String finishReason) {
+            ObjectNode c = head(id, "text_completion", model, created);
+            ObjectNode choice = c.putArray("choices").addObject();
+            choice.put("text", text);
+            choice.put("index", 0);
+            choice.putNull("logprobs");
+            if (finishReason == null) choice.putNull("finish_reason");
+            else choice.put("finish_reason", finishReason);
+            return c;
+        }
+    }
+
+    // ---- models ----
+
+    private void models(Context ctx) {
+        ObjectNode body = F.objectNode();
+        body.put("object", "list");
+        ArrayNode data = body.putArray("data");
+        for (ModelListing l : core.models().available()) data.add(modelObject(l));
+        ctx.json(body);
+    }
+
+    private void model(Context ctx) {
+        String id = ctx.pathParam("id");
+        String lower = id.toLowerCase(Locale.ROOT);
+        for (ModelListing l : core.models().available()) {
+            String name = l.name().toLowerCase(Locale.ROOT);
+            if (name.equals(lower) || name.equals(lower + ":latest")) {
+                ctx.json(modelObject(l));
+                return;
+            }
+        }
+        throw new ModelNotFoundException("The model '" + id + "' does not exist; GET /v1/models lists the models served");
+    }
+
+    private static ObjectNode modelObject(ModelListing l) {
+        ObjectNode m = F.objectNode();
+        m.put("id", l.name());
+        m.put("object", "model");
+        m.put("created", l.modified() == null ? 0 : l.modified().getEpochSecond());
+        m.put("owned_by", "forkpoint");
+        return m;
+    }
+}

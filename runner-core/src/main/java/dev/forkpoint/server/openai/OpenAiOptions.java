@@ -1,0 +1,92 @@
+package dev.forkpoint.server.openai;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.forkpoint.sampling.SamplingOptions;
+import dev.forkpoint.server.BadFieldException;
+import dev.forkpoint.server.Json;
+import dev.forkpoint.server.ServedModel;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * OpenAI's sampling fields as engine options, with OpenAI's defaults and ranges: temperature 1 in [0, 2] (0 = greedy),
+ * top_p 1 in [0, 1], no top_k (OpenAI has none), presence/frequency penalty 0 in [-2, 2], seed (random when absent),
+ * stop as a string or up to 4 strings. Everything else the engine uses keeps its default. A field out of range is a
+ * 400 naming it; a field Forkpoint cannot honour ({@code n} > 1, {@code logprobs}, {@code logit_bias}) is refused
+ * rather than ignored.
+ */
+final class OpenAiOptions {
+    static final int MAX_STOPS = 4;
+
+    private OpenAiOptions() {}
+
+    /** The engine options for {@code r}; {@code maxTokens} (null = until the end of generation or the context). */
+    static SamplingOptions sampling(OpenAiRequests.Sampling r, Integer maxTokens, String maxTokensField) {
+        if (r.n() != null && r.n() != 1) {
+            throw new BadFieldException("n", "n must be 1 (Forkpoint generates one choice per request), got " + r.n());
+        }
+        if (Boolean.TRUE.equals(r.logprobs())) throw new BadFieldException("logprobs", "logprobs are not supported; remove 'logprobs'");
+        if (r.logitBias() != null && !r.logitBias().isNull() && !r.logitBias().isEmpty()) {
+            throw new BadFieldException("logit_bias", "logit_bias is not supported; remove 'logit_bias'");
+        }
+        SamplingOptions o = SamplingOptions.defaults().withTemperature(1.0).withTopP(1.0).withTopK(0);
+        if (r.temperature() != null) o = o.withTemperature(range("temperature", r.temperature(), 0, 2));
+        if (r.topP() != null) o = o.withTopP(range("top_p", r.topP(), 0, 1));
+        if (r.presencePenalty() != null) o = o.withPresencePenalty(range("presence_penalty", r.presencePenalty(), -2, 2));
+        if (r.frequencyPenalty() != null) o = o.withFrequencyPenalty(range("frequency_penalty", r.frequencyPenalty(), -2, 2));
+        if (r.seed() != null) o = o.withSeed(r.seed());
+        if (maxTokens != null) {
+            if (maxTokens < 1) throw new BadFieldException(maxTokensField, maxTokensField + " must be at least 1, got " + maxTokens);
+            o = o.withNumPredict(maxTokens);
+        }
+        return o.withStop(stops(r.stop())).validate();
+    }
+
+    /** {@code stop}: null, a string, or an array of up to {@value #MAX_STOPS} non-empty strings. */
+    static List<String> stops(JsonNode stop) {
+        if (stop == null || stop.isNull()) return List.of();
+        if (stop.isTextual()) {
+            if (stop.asText().isEmpty()) throw new BadFieldException("stop", "stop must not be an empty string");
+            return List.of(stop.asText());
+        }
+        if (!stop.isArray()) throw new BadFieldException("stop", "stop must be a string or an array of strings, got " + Json.describe(stop));
+        if (stop.size() > MAX_STOPS) throw new BadFieldException("stop", "stop holds at most " + MAX_STOPS + " strings, got " + stop.size());
+        List<String> out = new ArrayList<>();
+        for (int i = 0; i < stop.size(); i++) {
+            JsonNode s = stop.get(i);
+            if (!s.isTextual() || s.asText().isEmpty()) {
+                throw new BadFieldException("stop[" + i + "]", "stop[" + i + "] must be a non-empty string, got " + Json.describe(s));
+            }
+            out.add(s.asText());
+        }
+        return out;
+    }
+
+    /**
+     * Refuses, naming the field, a prompt that does not fit the model's context, or a prompt plus {@code maxTokens}
+     * (null = none asked) that exceeds it; returns the prompt's tokens.
+     */
+    static int checkContext(ServedModel model, String prompt, Integer maxTokens, String promptField, String maxTokensField) {
+        int numCtx = model.model().defaultNumCtx();
+        int tokens = model.model().tokenizer().encode(prompt, true, true).length;
+        if (tokens >= numCtx) {
+            throw new BadFieldException(promptField, "the prompt is " + tokens + " tokens but the model's context is "
+                    + numCtx + " tokens (context_length_exceeded); shorten " + promptField);
+        }
+        if (maxTokens != null && tokens + maxTokens > numCtx) {
+            throw new BadFieldException(maxTokensField, "the prompt (" + tokens + " tokens) + " + maxTokensField + " ("
+                    + maxTokens + ") exceeds the model's context of " + numCtx + " tokens; lower " + maxTokensField);
+        }
+        return tokens;
+    }
+
+    private static double range(String field, double v, double lo, double hi) {
+        if (!(v >= lo && v <= hi)) throw new BadFieldException(field, field + " must be in [" + fmt(lo) + ", " + fmt(hi) + "], got " + fmt(v));
+        return v;
+    }
+
+    private static String fmt(double d) {
+        return d == Math.rint(d) && Math.abs(d) < 1e15 ? Long.toString((long) d) : Double.toString(d);
+    }
+}

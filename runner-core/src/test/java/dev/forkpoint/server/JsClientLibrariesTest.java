@@ -1,0 +1,61 @@
+package dev.forkpoint.server;
+
+import dev.forkpoint.server.anthropic.AnthropicApi;
+import dev.forkpoint.server.ollama.OllamaApi;
+import dev.forkpoint.server.openai.OpenAiApi;
+import dev.forkpoint.server.runner.RunnerApi;
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * The official JavaScript clients (npm: ollama, openai, @anthropic-ai/sdk, pinned in src/test/js/package.json) against a
+ * live server: {@code src/test/js/clients.mjs} cross-checks the three APIs (greedy text equal across APIs and between
+ * streamed and not, usage consistent, errors in each API's shape). {@code ./forkpoint test} installs the clients with
+ * {@code npm ci}; without Node.js the test is skipped, saying why.
+ */
+class JsClientLibrariesTest {
+    static final Path JS = Path.of("src/test/js").toAbsolutePath();
+
+    @Test
+    void officialClientsAgainstALiveServer() throws Exception {
+        assumeTrue(onPath("node"), "Node.js is not installed: the JavaScript client tests are skipped");
+        assumeTrue(Files.isDirectory(JS.resolve("node_modules/openai")),
+                "the JavaScript clients are not installed: run ./forkpoint test (or npm ci in " + JS + ")");
+        var config = ServerHarness.config();
+        var model = dev.forkpoint.TestData.shared("models/stories260K.gguf");
+        try (ForkpointServer server = ForkpointServer.start(config.withModel(model),
+                List.of(new OllamaApi(), new RunnerApi(), new OpenAiApi(), new AnthropicApi()))) {
+            Process p = new ProcessBuilder("node", "clients.mjs", server.address(), ServerHarness.MODEL)
+                    .directory(JS.toFile()).redirectErrorStream(true).start();
+            String out;
+            try (var in = p.getInputStream()) {
+                out = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+            }
+            if (!p.waitFor(120, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                throw new AssertionError("clients.mjs did not finish in 120 s:\n" + out);
+            }
+            System.out.print(out);
+            assertEquals(0, p.exitValue(), "clients.mjs reported failures:\n" + out);
+        }
+    }
+
+    private static boolean onPath(String command) {
+        try {
+            Process p = new ProcessBuilder(command, "--version").redirectErrorStream(true).start();
+            p.getInputStream().readAllBytes();
+            return p.waitFor(20, TimeUnit.SECONDS) && p.exitValue() == 0;
+        } catch (IOException | InterruptedException e) {
+            return false;
+        }
+    }
+}
