@@ -9,9 +9,9 @@ import { Ollama } from 'ollama';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 
-const [baseUrl, model] = process.argv.slice(2);
-if (!baseUrl || !model) {
-    console.error('usage: node clients.mjs BASE_URL MODEL');
+const [baseUrl, alias] = process.argv.slice(2);
+if (!baseUrl || !alias) {
+    console.error('usage: node clients.mjs BASE_URL MODEL_ALIAS');
     process.exit(2);
 }
 
@@ -36,7 +36,12 @@ const prompt = 'Once upon a time, there was a little';
 const version = await ollama.version();
 check('ollama version', typeof version.version === 'string' && version.version.length > 0, JSON.stringify(version));
 const tags = await ollama.list();
-check('ollama list names the model', tags.models.some(m => m.name === model || m.model === model), JSON.stringify(tags));
+// the server lists the model under one name (the alias given on the command line is one of the names it answers to)
+const listed = tags.models.find(m => m.name.startsWith(alias));
+check('ollama list names the model', listed !== undefined, JSON.stringify(tags));
+const model = listed ? listed.name : alias;
+const byAlias = await ollama.generate({ model: alias, prompt: 'x', raw: true, stream: false, options: { num_predict: 1 } });
+check('the alias answers too', byAlias.done === true, JSON.stringify(byAlias));
 
 const oChat = await ollama.chat({ model, messages, stream: false, options: { temperature: 0, num_predict: MAX_TOKENS } });
 check('ollama chat done', oChat.done === true && ['stop', 'length'].includes(oChat.done_reason), JSON.stringify(oChat));
