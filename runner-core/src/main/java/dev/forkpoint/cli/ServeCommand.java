@@ -19,11 +19,12 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Callable;
 
 /**
- * {@code forkpoint serve}: the HTTP server (Ollama API, the Ollama runner protocol, /metrics) until interrupted.
+ * {@code forkpoint serve}: the HTTP server (Ollama, OpenAI and Anthropic APIs, the Ollama runner protocol, /metrics)
+ * until interrupted.
  * Loopback by default; prints the address it listens on. One request log line per request on stderr.
  */
 @Command(name = "serve", mixinStandardHelpOptions = true, showDefaultValues = true, sortOptions = false,
-        description = "Serve models over HTTP (Ollama API, Ollama runner protocol, Prometheus /metrics).")
+        description = "Serve models over HTTP (Ollama, OpenAI and Anthropic APIs, Ollama runner protocol, Prometheus /metrics).")
 final class ServeCommand implements Callable<Integer> {
     @ParentCommand
     Main main;
@@ -42,6 +43,9 @@ final class ServeCommand implements Callable<Integer> {
     @Option(names = "--parallel", paramLabel = "N", description = "Requests evaluated together per model.")
     int parallel = 4;
 
+    @Option(names = "--queue-limit", paramLabel = "N", description = "Requests waiting per model beyond the running ones; more get 503 with Retry-After.")
+    int queueLimit = 512;
+
     @Option(names = "--api-key", paramLabel = "KEY", description = "Require this key (Authorization: Bearer KEY or x-api-key: KEY).")
     String apiKey;
 
@@ -49,7 +53,7 @@ final class ServeCommand implements Callable<Integer> {
     int threads = Runtime.getRuntime().availableProcessors();
 
     @Option(names = "--kv-cache-bytes", paramLabel = "BYTES",
-            description = "KV cache budget per model in bytes; 0 = room for two sequences of the default num_ctx (committed only as used).")
+            description = "KV cache budget per model in bytes; 0 = room for --parallel + 1 sequences of the default num_ctx (committed only as used).")
     long kvCacheBytes = 0;
 
     @Option(names = "--kv-type", paramLabel = "f32|f16", description = "Element type of cached keys and values.")
@@ -70,8 +74,8 @@ final class ServeCommand implements Callable<Integer> {
     public Integer call() throws InterruptedException {
         CliEnvironment env = main.environment();
         CliLogging.enableInfo("dev.forkpoint.server");
-        ServerConfig config = new ServerConfig(host, port, models, parallel, 512, apiKey, threads,
-                new EngineOptions(kvCacheBytes, EngineOptions.parseKvType(kvType)), Duration.ofSeconds(keepAliveSeconds),
+        ServerConfig config = new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads,
+                new EngineOptions(kvCacheBytes, EngineOptions.parseKvType(kvType), Math.max(2, parallel + 1)), Duration.ofSeconds(keepAliveSeconds),
                 maxBodyBytes, env.env());
         if (models.isEmpty()) env.err().println("note: no --model given; serving the models of the local Ollama store (loaded on first use)");
         ForkpointServer server = ForkpointServer.start(config, apis());

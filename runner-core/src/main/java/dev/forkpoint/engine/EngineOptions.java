@@ -13,11 +13,18 @@ import java.util.Locale;
  *                     one cached sequence, in whole pages. The pool commits memory lazily, in chunks, as pages are
  *                     first used, so a large budget costs nothing until it is filled.
  * @param kvType       the element type of stored keys and values: F32 (exact) or F16 (half the memory)
+ * @param sequences    with kvCacheBytes 0: how many sequences of the default num_ctx the derived budget holds (2: one
+ *                     running, one cached; a server running N requests at once asks for N + 1)
  */
-public record EngineOptions(long kvCacheBytes, KvElementType kvType) {
+public record EngineOptions(long kvCacheBytes, KvElementType kvType, int sequences) {
     public EngineOptions {
         if (kvCacheBytes < 0) throw new InvalidInputException("kv_cache_bytes must be >= 0 (0 = derived from num_ctx), got " + kvCacheBytes);
         if (kvType == null) kvType = KvElementType.F32;
+        if (sequences < 1) throw new InvalidInputException("the derived KV budget must hold at least 1 sequence, got " + sequences);
+    }
+
+    public EngineOptions(long kvCacheBytes, KvElementType kvType) {
+        this(kvCacheBytes, kvType, 2);
     }
 
     public static EngineOptions defaults() {
@@ -25,11 +32,15 @@ public record EngineOptions(long kvCacheBytes, KvElementType kvType) {
     }
 
     public EngineOptions withKvCacheBytes(long bytes) {
-        return new EngineOptions(bytes, kvType);
+        return new EngineOptions(bytes, kvType, sequences);
+    }
+
+    public EngineOptions withSequences(int n) {
+        return new EngineOptions(kvCacheBytes, kvType, n);
     }
 
     public EngineOptions withKvType(KvElementType type) {
-        return new EngineOptions(kvCacheBytes, type);
+        return new EngineOptions(kvCacheBytes, type, sequences);
     }
 
     /** "f32" or "f16" (any case) as an element type; anything else is refused naming kv_type. */

@@ -95,10 +95,10 @@ public final class LoadedModel implements AutoCloseable {
         }
     }
 
-    /** The KV pool: kv_cache_bytes, or (when 0) room for defaultNumCtx positions of two sequences (one running, one cached). */
+    /** The KV pool: kv_cache_bytes, or (when 0) room for defaultNumCtx positions of options.sequences() sequences. */
     private static PagePool newPool(ModelConfig c, EngineOptions options) {
         KvLayout layout = KvLayout.of(c.layers(), c.kvDim(), options.kvType());
-        long budget = options.kvCacheBytes() == 0 ? layout.budgetFor(defaultNumCtx(c), 2) : options.kvCacheBytes();
+        long budget = options.kvCacheBytes() == 0 ? layout.budgetFor(defaultNumCtx(c), options.sequences()) : options.kvCacheBytes();
         if (budget < layout.pageBytes()) {
             throw new dev.forkpoint.InvalidInputException("kv_cache_bytes " + budget + " is smaller than one KV page of this model ("
                     + layout.pageBytes() + " bytes = " + layout.pageTokens() + " positions × " + c.layers() + " layers × K,V × "

@@ -142,7 +142,7 @@ public final class ForkpointServer implements ServerCore, AutoCloseable {
         for (Connector c : app.jettyServer().server().getConnectors()) {
             if (c instanceof ServerConnector sc) sc.setIdleTimeout(IDLE_TIMEOUT_MS);
         }
-        LOG.log(System.Logger.Level.INFO, "listening on " + address());
+        LOG.log(System.Logger.Level.DEBUG, "listening on " + address());
     }
 
     private void dispatch(Context ctx, HandlerType method, String path, List<Route> list) {
