@@ -3,12 +3,16 @@ package dev.forkpoint.server;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.forkpoint.TestData;
+import dev.forkpoint.engine.EngineProbe;
 import dev.forkpoint.engine.GenerationRequest;
 import dev.forkpoint.engine.GenerationResult;
 import dev.forkpoint.engine.LoadProgress;
 import dev.forkpoint.engine.LoadedModel;
+import dev.forkpoint.engine.SchedulerStats;
 import dev.forkpoint.sampling.SamplingOptions;
+import dev.forkpoint.server.anthropic.AnthropicApi;
 import dev.forkpoint.server.ollama.OllamaApi;
+import dev.forkpoint.server.openai.OpenAiApi;
 import dev.forkpoint.server.runner.RunnerApi;
 
 import java.io.IOException;
@@ -25,22 +29,56 @@ import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
-/** A live server on an ephemeral port serving stories260K, a plain HTTP client, and the engine as the reference. */
-final class ServerHarness implements AutoCloseable {
-    static final ObjectMapper JSON = new ObjectMapper();
-    static final String MODEL = "stories260K";
+/**
+ * A live server on an ephemeral port serving one model (stories260K unless given), a plain HTTP client, and the engine
+ * as the reference: the same file loaded separately.
+ */
+public final class ServerHarness implements AutoCloseable {
+    public static final ObjectMapper JSON = new ObjectMapper();
+    public static final String MODEL = "stories260K";
 
     final Path modelFile;
-    final ForkpointServer server;
+    public final ForkpointServer server;
     final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
     private LoadedModel reference;
+    private EngineProbe probe;
 
+    /** stories260K through the Ollama API and the runner protocol. */
     ServerHarness(ServerConfig base) {
-        modelFile = TestData.shared("models/stories260K.gguf");
-        server = ForkpointServer.start(base.withModel(modelFile), List.of(new OllamaApi(), new RunnerApi()));
+        this(base, TestData.shared("models/stories260K.gguf"), List.of(new OllamaApi(), new RunnerApi()));
     }
 
-    static ServerConfig config() {
+    public ServerHarness(ServerConfig base, Path model, List<? extends ServerApi> apis) {
+        modelFile = model;
+        server = ForkpointServer.start(base.withModel(modelFile), apis);
+    }
+
+    /** stories260K (or {@code model}) through all four APIs: Ollama, the runner protocol, OpenAI, Anthropic. */
+    public static ServerHarness allApis(ServerConfig base, Path model) {
+        return new ServerHarness(base, model, List.of(new OllamaApi(), new RunnerApi(), new OpenAiApi(), new AnthropicApi()));
+    }
+
+    public static ServerHarness allApis(ServerConfig base) {
+        return allApis(base, TestData.shared("models/stories260K.gguf"));
+    }
+
+    /** The model as the server serves it. */
+    public ServedModel served() {
+        return server.models().loaded().getFirst();
+    }
+
+    /** The served model's scheduler counts now. */
+    public SchedulerStats stats() {
+        return served().scheduler().stats();
+    }
+
+    /** The engine probe on the served model (installed on first use). */
+    public synchronized EngineProbe probe() {
+        if (probe == null) probe = EngineProbe.install(served().model());
+        return probe;
+    }
+
+    public static ServerConfig config() {
         return ServerConfig.defaults().withPort(0).withThreads(1).withParallel(2).withEnv(Map.of("HOME", "/nonexistent"));
     }
 
@@ -72,6 +110,42 @@ final class ServerHarness implements AutoCloseable {
         }
         List<JsonNode> out = new ArrayList<>();
         for (String line : r.body().split("\n")) if (!line.isEmpty()) out.add(JSON.readTree(line));
+        return out;
+    }
+
+    /** One server-sent event: its {@code event:} name (null when none) and its {@code data:}. */
+    public record Sse(String event, String data) {
+        public JsonNode json() {
+            try {
+                return JSON.readTree(data);
+            } catch (IOException e) {
+                throw new AssertionError("not JSON: " + data, e);
+            }
+        }
+    }
+
+    /** The events of an SSE response (status 200, content type text/event-stream), keep-alive comments skipped. */
+    List<Sse> postSse(String path, String body) throws IOException, InterruptedException {
+        HttpResponse<String> r = post(path, body);
+        if (r.statusCode() != 200) throw new AssertionError(path + " → " + r.statusCode() + ": " + r.body());
+        if (!r.headers().firstValue("Content-Type").orElse("").startsWith("text/event-stream")) {
+            throw new AssertionError("content type " + r.headers().firstValue("Content-Type"));
+        }
+        return sse(r.body());
+    }
+
+    static List<Sse> sse(String text) {
+        List<Sse> out = new ArrayList<>();
+        for (String block : text.split("\n\n")) {
+            String event = null;
+            StringBuilder data = null;
+            for (String line : block.split("\n")) {
+                if (line.startsWith("event: ")) event = line.substring(7);
+                else if (line.startsWith("data: ")) data = (data == null ? new StringBuilder() : data.append('\n')).append(line.substring(6));
+                else if (!line.isEmpty() && !line.startsWith(":")) throw new AssertionError("not an SSE line: " + line);
+            }
+            if (data != null) out.add(new Sse(event, data.toString()));
+        }
         return out;
     }
 
