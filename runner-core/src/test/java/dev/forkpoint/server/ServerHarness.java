@@ -155,6 +155,17 @@ public final class ServerHarness implements AutoCloseable {
         return reference;
     }
 
+    /** A chat rendered by the model's own template (read from the file by the reference engine). */
+    String render(List<dev.forkpoint.chat.ChatMessage> messages, List<dev.forkpoint.chat.ToolDefinition> tools) throws IOException {
+        LoadedModel m = reference();
+        return dev.forkpoint.chat.ChatTemplate.of(m.chatTemplateSource(), m.tokenizer()).render(messages, tools, true).prompt();
+    }
+
+    /** The prompt's tokens as the engine counts them (BOS included). */
+    int[] tokens(String prompt) throws IOException {
+        return reference().tokenizer().encode(prompt, true, true);
+    }
+
     GenerationResult greedy(String prompt, int numPredict) throws IOException {
         return reference().generate(GenerationRequest.of(prompt, SamplingOptions.greedy().withNumPredict(numPredict)), p -> { });
     }
