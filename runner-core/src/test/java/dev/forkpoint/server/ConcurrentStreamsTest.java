@@ -6,7 +6,6 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -67,7 +66,7 @@ class ConcurrentStreamsTest {
         StringBuilder text = new StringBuilder();
         JsonNode last = null;
         for (String line : body.split("\n")) {
-            last = json(line);
+            last = ServerHarness.json(line);
             if (last.has("error")) throw new AssertionError("error line: " + line);
             text.append(last.path("response").asText());
         }
@@ -102,14 +101,6 @@ class ConcurrentStreamsTest {
             }
         }
         return new Output(text.toString(), tokens);
-    }
-
-    static JsonNode json(String s) {
-        try {
-            return ServerHarness.JSON.readTree(s);
-        } catch (IOException e) {
-            throw new AssertionError("not JSON: " + s, e);
-        }
     }
 
     static HttpRequest request(Call c) {

@@ -55,13 +55,8 @@ class MultiTurnCacheTest {
         assertEquals("length", turn1.doneReason(), "the test needs a turn 1 cut by max tokens");
         String prompt2 = qwen.render(List.of(ChatMessage.of("user", u1), ChatMessage.of("assistant", turn1.text()),
                 ChatMessage.of("user", u2)), List.of(), true).prompt();
-        int[] p1 = h.tokens(prompt1), gen = turn1.generatedIds(), p2 = h.tokens(prompt2);
-        int[] held = new int[p1.length + gen.length - 1];
-        System.arraycopy(p1, 0, held, 0, p1.length);
-        System.arraycopy(gen, 0, held, p1.length, gen.length - 1);
-        int common = 0;
-        while (common < held.length && common < p2.length - 1 && held[common] == p2[common]) common++;
-        return new Expected(turn1.text(), common, p2.length - common, p1.length);
+        int cached = h.expectedReuse(prompt1, turn1, prompt2);
+        return new Expected(turn1.text(), cached, h.tokens(prompt2).length - cached, h.tokens(prompt1).length);
     }
 
     static void check(Expected e, int cached, int evaluated) {

@@ -75,10 +75,6 @@ class ToolCallsTest {
         assertEquals(ServerHarness.JSON.createObjectNode().put("city", "Paris"), arguments);
     }
 
-    static JsonNode parse(String json) throws Exception {
-        return ServerHarness.JSON.readTree(json);
-    }
-
     // ---- replies ----
 
     @Test
@@ -124,7 +120,7 @@ class ToolCallsTest {
         assertEquals("function", call.get("type").asText());
         assertEquals("get_weather", call.get("function").get("name").asText());
         assertTrue(call.get("function").get("arguments").isTextual(), "OpenAI's arguments are a JSON string");
-        isTheCall(parse(call.get("function").get("arguments").asText()));
+        isTheCall(ServerHarness.json(call.get("function").get("arguments").asText()));
 
         scriptToolCall();
         List<ServerHarness.Sse> events = h.postSse("/v1/chat/completions", body.replaceFirst("\\{", "{\"stream\":true,"));
@@ -146,7 +142,7 @@ class ToolCallsTest {
         assertTrue(d.get("id").isTextual() && !d.get("id").asText().isEmpty());
         assertEquals("function", d.get("type").asText());
         assertEquals("get_weather", d.get("function").get("name").asText());
-        isTheCall(parse(d.get("function").get("arguments").asText()));
+        isTheCall(ServerHarness.json(d.get("function").get("arguments").asText()));
     }
 
     @Test
@@ -197,27 +193,19 @@ class ToolCallsTest {
         assertTrue(block.get("id").asText().startsWith("toolu_"));
         assertEquals("get_weather", block.get("name").asText());
         assertEquals(ServerHarness.JSON.createObjectNode(), block.get("input"), "input arrives as deltas");
-        isTheCall(parse(partialJson.toString()));
+        isTheCall(ServerHarness.json(partialJson.toString()));
         assertEquals("tool_use", stopReason);
         assertEquals("message_stop", events.getLast().event());
     }
 
     // ---- prompts ----
 
-    static final ToolDefinition WEATHER = new ToolDefinition("get_weather", "Weather of a city", json(TOOL_SCHEMA));
-
-    static JsonNode json(String s) {
-        try {
-            return ServerHarness.JSON.readTree(s);
-        } catch (Exception e) {
-            throw new AssertionError(e);
-        }
-    }
+    static final ToolDefinition WEATHER = new ToolDefinition("get_weather", "Weather of a city", ServerHarness.json(TOOL_SCHEMA));
 
     /** The history every API sends in its own shape: the question, the assistant's call, the tool's result. */
     static List<ChatMessage> history(String callId) {
         return List.of(ChatMessage.of("user", QUESTION),
-                new ChatMessage("assistant", "", List.of(new ToolCall(callId, "get_weather", json("{\"city\":\"Paris\"}"))), null, null),
+                new ChatMessage("assistant", "", List.of(new ToolCall(callId, "get_weather", ServerHarness.json("{\"city\":\"Paris\"}"))), null, null),
                 new ChatMessage("tool", RESULT, List.of(), callId, "get_weather"));
     }
 
