@@ -69,10 +69,14 @@ public final class Completion implements AutoCloseable {
         }
     }
 
-    /** Cancels the generation (counted once in the metrics when it had not finished). */
+    /**
+     * Cancels the generation (counted once in the metrics when it had not finished, after the cancellation is
+     * requested: once counted, the scheduler ends it at its next step).
+     */
     public void cancel() {
-        if (!stream.isFinished()) countCancel();
+        boolean unfinished = !stream.isFinished();
         stream.cancel();
+        if (unfinished) countCancel();
     }
 
     private synchronized void countCancel() {

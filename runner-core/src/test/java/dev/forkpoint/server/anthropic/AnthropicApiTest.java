@@ -4,7 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.forkpoint.chat.ChatMessage;
 import dev.forkpoint.engine.GenerationResult;
 import dev.forkpoint.server.Json;
-import dev.forkpoint.server.openai.LiveServer;
+import dev.forkpoint.server.ServerHarness;
 import dev.langchain4j.data.message.SystemMessage;
 import dev.langchain4j.data.message.UserMessage;
 import dev.langchain4j.model.anthropic.AnthropicChatModel;
@@ -36,11 +36,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class AnthropicApiTest {
     private static final String[] HEADERS = {"x-api-key", "unused", "anthropic-version", "2023-06-01"};
-    private static LiveServer live;
+    private static ServerHarness live;
 
     @BeforeAll
     static void start() throws Exception {
-        live = LiveServer.start();
+        live = ServerHarness.openAiAndAnthropic(null);
     }
 
     @AfterAll
@@ -49,7 +49,7 @@ class AnthropicApiTest {
     }
 
     private static AnthropicChatModel chatModel(int maxTokens) {
-        return AnthropicChatModel.builder().baseUrl(live.url() + "/v1/").apiKey("unused").modelName(LiveServer.MODEL)
+        return AnthropicChatModel.builder().baseUrl(live.url() + "/v1/").apiKey("unused").modelName(ServerHarness.MODEL)
                 .temperature(0.0).maxTokens(maxTokens).timeout(Duration.ofSeconds(60)).build();
     }
 
@@ -76,7 +76,7 @@ class AnthropicApiTest {
         ChatResponse whole = chatModel(24).chat(ChatRequest.builder().messages(UserMessage.from(user)).build());
 
         AnthropicStreamingChatModel streaming = AnthropicStreamingChatModel.builder().baseUrl(live.url() + "/v1/").apiKey("unused")
-                .modelName(LiveServer.MODEL).temperature(0.0).maxTokens(24).timeout(Duration.ofSeconds(60)).build();
+                .modelName(ServerHarness.MODEL).temperature(0.0).maxTokens(24).timeout(Duration.ofSeconds(60)).build();
         List<String> pieces = new ArrayList<>();
         CompletableFuture<ChatResponse> done = new CompletableFuture<>();
         streaming.chat(ChatRequest.builder().messages(UserMessage.from(user)).build(), new StreamingChatResponseHandler() {
@@ -208,7 +208,7 @@ class AnthropicApiTest {
                 new Case(msg("\"max_tokens\":5,\"top_k\":-1"), 400, "invalid_request_error", "top_k"),
                 new Case(msg("\"max_tokens\":5,\"stop_sequences\":\"x\""), 400, "invalid_request_error", "stop_sequences"),
                 new Case(msg("\"max_tokens\":5,\"tool_choice\":{\"type\":\"any\"}"), 400, "invalid_request_error", "tool_choice"),
-                new Case(msg("\"max_tokens\":" + live.reference.defaultNumCtx()), 400, "invalid_request_error", "max_tokens"),
+                new Case(msg("\"max_tokens\":" + live.reference().defaultNumCtx()), 400, "invalid_request_error", "max_tokens"),
                 new Case("{\"model\":\"nope\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}", 404, "not_found_error", "nope"),
                 new Case("{\"model\":\"stories260K\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image\","
                         + "\"source\":{\"type\":\"base64\",\"media_type\":\"image/png\",\"data\":\"AAAA\"}}]}]}", 400, "invalid_request_error", "messages[0].content[0]"),
@@ -216,7 +216,7 @@ class AnthropicApiTest {
                 new Case("{\"model\":\"stories260K\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":" + Json.write(longText) + "}]}",
                         400, "invalid_request_error", "messages"),
                 new Case("{\"model\":\"stories260K\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":"
-                        + Json.write("x".repeat((int) LiveServer.BODY_LIMIT)) + "}]}", 413, "request_too_large", null));
+                        + Json.write("x".repeat((int) ServerHarness.BODY_LIMIT)) + "}]}", 413, "request_too_large", null));
         for (Case c : cases) {
             HttpResponse<String> res = live.post("/v1/messages", c.body(), HEADERS);
             String where = (c.body().length() > 200 ? c.body().substring(0, 200) : c.body()) + " → " + res.body();
@@ -234,7 +234,7 @@ class AnthropicApiTest {
 
     @Test
     void theApiKeyMayComeAsXApiKey() throws Exception {
-        try (LiveServer keyed = LiveServer.start("sekret")) {
+        try (ServerHarness keyed = ServerHarness.openAiAndAnthropic("sekret")) {
             HttpResponse<String> bad = keyed.post("/v1/messages", msg("\"max_tokens\":2"), "x-api-key", "wrong");
             assertEquals(401, bad.statusCode());
             assertEquals("authentication_error", json(bad).get("error").get("type").asText());
@@ -249,10 +249,10 @@ class AnthropicApiTest {
     }
 
     private static JsonNode json(HttpResponse<String> res) {
-        return LiveServer.json(res.body());
+        return ServerHarness.json(res.body());
     }
 
     private static JsonNode json(String s) {
-        return LiveServer.json(s);
+        return ServerHarness.json(s);
     }
 }

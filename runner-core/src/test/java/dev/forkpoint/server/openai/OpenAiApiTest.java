@@ -3,6 +3,7 @@ package dev.forkpoint.server.openai;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.forkpoint.chat.ChatMessage;
 import dev.forkpoint.engine.GenerationResult;
+import dev.forkpoint.server.ServerHarness;
 import dev.langchain4j.data.message.UserMessage;
 import dev.langchain4j.model.chat.request.ChatRequest;
 import dev.langchain4j.model.chat.response.ChatResponse;
@@ -34,11 +35,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Expectations come from the engine run directly on the same prompt (greedy), and from the tokenizer for token counts.
  */
 class OpenAiApiTest {
-    private static LiveServer live;
+    private static ServerHarness live;
 
     @BeforeAll
     static void start() throws Exception {
-        live = LiveServer.start();
+        live = ServerHarness.openAiAndAnthropic(null);
     }
 
     @AfterAll
@@ -47,7 +48,7 @@ class OpenAiApiTest {
     }
 
     private static OpenAiChatModel chatModel(int maxTokens) {
-        return OpenAiChatModel.builder().baseUrl(live.url() + "/v1").apiKey("unused").modelName(LiveServer.MODEL)
+        return OpenAiChatModel.builder().baseUrl(live.url() + "/v1").apiKey("unused").modelName(ServerHarness.MODEL)
                 .temperature(0.0).maxTokens(maxTokens).timeout(Duration.ofSeconds(60)).build();
     }
 
@@ -76,7 +77,7 @@ class OpenAiApiTest {
         ChatResponse whole = chatModel(24).chat(ChatRequest.builder().messages(UserMessage.from(user)).build());
 
         OpenAiStreamingChatModel streaming = OpenAiStreamingChatModel.builder().baseUrl(live.url() + "/v1").apiKey("unused")
-                .modelName(LiveServer.MODEL).temperature(0.0).maxTokens(24).timeout(Duration.ofSeconds(60)).build();
+                .modelName(ServerHarness.MODEL).temperature(0.0).maxTokens(24).timeout(Duration.ofSeconds(60)).build();
         List<String> pieces = new ArrayList<>();
         CompletableFuture<ChatResponse> done = new CompletableFuture<>();
         streaming.chat(ChatRequest.builder().messages(UserMessage.from(user)).build(), new StreamingChatResponseHandler() {
@@ -104,7 +105,7 @@ class OpenAiApiTest {
     void completionsThroughTheOpenAiClientEqualTheEngine() {
         String prompt = "The sun was shining and";
         OpenAiLanguageModel model = OpenAiLanguageModel.builder().baseUrl(live.url() + "/v1").apiKey("unused")
-                .modelName(LiveServer.MODEL).temperature(0.0).build();
+                .modelName(ServerHarness.MODEL).temperature(0.0).build();
         // OpenAI's default max_tokens for completions is 16
         GenerationResult expected = live.greedy(prompt, 16);
 
@@ -175,14 +176,14 @@ class OpenAiApiTest {
         String p1 = live.render(ChatMessage.of("user", u1));
         GenerationResult t1 = live.greedy(p1, 12);
 
-        JsonNode r1 = LiveServer.json(live.post("/v1/chat/completions", """
+        JsonNode r1 = ServerHarness.json(live.post("/v1/chat/completions", """
                 {"model":"stories260K","messages":[{"role":"user","content":%s}],"max_tokens":12,"temperature":0}"""
                 .formatted(quote(u1))).body());
         assertEquals(t1.text(), r1.get("choices").get(0).get("message").get("content").asText());
         assertEquals("length", r1.get("choices").get(0).get("finish_reason").asText());
 
         String p2 = live.render(ChatMessage.of("user", u1), ChatMessage.of("assistant", t1.text()), ChatMessage.of("user", u2));
-        JsonNode r2 = LiveServer.json(live.post("/v1/chat/completions", """
+        JsonNode r2 = ServerHarness.json(live.post("/v1/chat/completions", """
                 {"model":"stories260K","messages":[{"role":"user","content":%s},
                  {"role":"assistant","content":%s},{"role":"user","content":%s}],"max_tokens":4,"temperature":0}"""
                 .formatted(quote(u1), quote(t1.text()), quote(u2))).body());
@@ -198,11 +199,11 @@ class OpenAiApiTest {
     void aContinuedCompletionReusesTheGeneratedTokensButTheLast() throws Exception {
         String p1 = "The little boat sailed";
         GenerationResult t1 = live.greedy(p1, 10);
-        JsonNode r1 = LiveServer.json(live.post("/v1/completions", """
+        JsonNode r1 = ServerHarness.json(live.post("/v1/completions", """
                 {"model":"stories260K","prompt":%s,"max_tokens":10,"temperature":0}""".formatted(quote(p1))).body());
         assertEquals(t1.text(), r1.get("choices").get(0).get("text").asText());
         String p2 = p1 + t1.text() + " Then";
-        JsonNode r2 = LiveServer.json(live.post("/v1/completions", """
+        JsonNode r2 = ServerHarness.json(live.post("/v1/completions", """
                 {"model":"stories260K","prompt":%s,"max_tokens":2,"temperature":0}""".formatted(quote(p2))).body());
         int expectedCached = live.expectedReuse(p1, t1, p2);
         assertTrue(expectedCached > live.tokens(p1).length, "the generated tokens should be reusable: " + expectedCached);
@@ -218,7 +219,7 @@ class OpenAiApiTest {
         String[] words = free.text().trim().split(" ");
         String stop = words[Math.min(2, words.length - 1)];
         int at = free.text().indexOf(stop);
-        JsonNode r = LiveServer.json(live.post("/v1/chat/completions", """
+        JsonNode r = ServerHarness.json(live.post("/v1/chat/completions", """
                 {"model":"stories260K","messages":[{"role":"user","content":%s}],"max_tokens":20,"temperature":0,"stop":%s}"""
                 .formatted(quote(user), quote(stop))).body());
         assertEquals(free.text().substring(0, at), r.get("choices").get(0).get("message").get("content").asText(), r.toString());
@@ -227,23 +228,23 @@ class OpenAiApiTest {
 
     @Test
     void modelsAreListedAndFound() throws Exception {
-        JsonNode list = LiveServer.json(live.get("/v1/models").body());
+        JsonNode list = ServerHarness.json(live.get("/v1/models").body());
         assertEquals("list", list.get("object").asText());
         String id = list.get("data").get(0).get("id").asText();
         assertEquals("stories260K.gguf", id);
         assertEquals("model", list.get("data").get(0).get("object").asText());
         HttpResponse<String> one = live.get("/v1/models/" + id);
         assertEquals(200, one.statusCode());
-        assertEquals(id, LiveServer.json(one.body()).get("id").asText());
+        assertEquals(id, ServerHarness.json(one.body()).get("id").asText());
         HttpResponse<String> missing = live.get("/v1/models/nope:7b");
         assertEquals(404, missing.statusCode());
-        assertEquals("model_not_found", LiveServer.json(missing.body()).get("error").get("code").asText());
+        assertEquals("model_not_found", ServerHarness.json(missing.body()).get("error").get("code").asText());
     }
 
     @Test
     void badInputGetsTheOpenAiErrorNamingTheField() throws Exception {
         String longText = "the cat and the dog ".repeat(1000);   // beyond the context, within the body limit
-        int numCtx = live.reference.defaultNumCtx();
+        int numCtx = live.reference().defaultNumCtx();
         record Case(String path, String body, int status, String param) {}
         List<Case> cases = List.of(
                 new Case("/v1/chat/completions", "{\"model\":", 400, null),
@@ -263,14 +264,14 @@ class OpenAiApiTest {
                 new Case("/v1/chat/completions", "{\"model\":\"stories260K\",\"messages\":[{\"role\":\"user\",\"content\":" + quote(longText) + "}]}", 400, "messages"),
                 new Case("/v1/chat/completions", msg("\"max_tokens\":" + numCtx), 400, "max_tokens"),
                 new Case("/v1/chat/completions", "{\"model\":\"stories260K\",\"messages\":[{\"role\":\"user\",\"content\":"
-                        + quote("x".repeat((int) LiveServer.BODY_LIMIT)) + "}]}", 413, null),
+                        + quote("x".repeat((int) ServerHarness.BODY_LIMIT)) + "}]}", 413, null),
                 new Case("/v1/completions", "{\"model\":\"stories260K\",\"prompt\":[1,2,3]}", 400, "prompt"),
                 new Case("/v1/completions", "{\"model\":\"stories260K\",\"prompt\":\"hi\",\"echo\":true}", 400, "echo"));
         for (Case c : cases) {
             HttpResponse<String> res = live.post(c.path(), c.body());
             String where = c.path() + " " + (c.body().length() > 200 ? c.body().substring(0, 200) : c.body()) + " → " + res.body();
             assertEquals(c.status(), res.statusCode(), where);
-            JsonNode err = LiveServer.json(res.body()).get("error");
+            JsonNode err = ServerHarness.json(res.body()).get("error");
             assertNotNull(err, where);
             assertFalse(err.get("message").asText().isBlank(), where);
             assertEquals(c.status() >= 500 ? "server_error" : "invalid_request_error", err.get("type").asText(), where);
@@ -285,10 +286,10 @@ class OpenAiApiTest {
 
     @Test
     void aWrongApiKeyIs401InOpenAiShape() throws Exception {
-        try (LiveServer keyed = LiveServer.start("sekret")) {
+        try (ServerHarness keyed = ServerHarness.openAiAndAnthropic("sekret")) {
             HttpResponse<String> res = keyed.post("/v1/chat/completions", msg("\"max_tokens\":2"), "Authorization", "Bearer wrong");
             assertEquals(401, res.statusCode());
-            assertEquals("invalid_api_key", LiveServer.json(res.body()).get("error").get("code").asText());
+            assertEquals("invalid_api_key", ServerHarness.json(res.body()).get("error").get("code").asText());
             assertEquals(200, keyed.post("/v1/chat/completions", msg("\"max_tokens\":2"), "Authorization", "Bearer sekret").statusCode());
         }
     }
@@ -310,7 +311,7 @@ class OpenAiApiTest {
             String e = events[i];
             if (e.startsWith(":")) continue;
             assertTrue(e.startsWith("data: "), "not a data event: " + e);
-            out.add(LiveServer.json(e.substring(6)));
+            out.add(ServerHarness.json(e.substring(6)));
         }
         return out;
     }

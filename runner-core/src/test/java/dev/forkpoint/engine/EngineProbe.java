@@ -1,0 +1,120 @@
+package dev.forkpoint.engine;
+
+import dev.forkpoint.backend.Activation;
+import dev.forkpoint.backend.Ops;
+import dev.forkpoint.backend.Rope;
+import dev.forkpoint.backend.Segment;
+import dev.forkpoint.backend.Weight;
+import dev.forkpoint.kvcache.CacheStats;
+
+import java.util.List;
+
+/**
+ * Test seam for tests outside this package (the server's): installs, once per model, ops that can
+ * <ul>
+ *   <li>fail an attention call ({@link FaultyOps}: a backend failure in the middle of a generation),
+ *   <li>follow a script: force the logits so that every sequence's next sampled token is the script's next id
+ *       (deterministic output of any shape, e.g. a tool call, from a model that would never write it), and
+ *   <li>pace each forward pass (so a long generation cannot end before a client's disconnect is noticed);
+ * </ul>
+ * and evicts the prefix cache. Changes are made under the model's lock, so they take effect between scheduler steps.
+ */
+public final class EngineProbe {
+    private final LoadedModel model;
+    private final FaultyOps faults;
+    private final ScriptedOps script;
+
+    private EngineProbe(LoadedModel model) {
+        this.model = model;
+        FaultyOps[] f = new FaultyOps[1];
+        ScriptedOps[] s = new ScriptedOps[1];
+        model.decorateOps(real -> s[0] = new ScriptedOps(f[0] = new FaultyOps(real)));
+        this.faults = f[0];
+        this.script = s[0];
+    }
+
+    /** Installs the probe on {@code model} (once per model). */
+    public static EngineProbe install(LoadedModel model) {
+        return new EngineProbe(model);
+    }
+
+    /** Throws an injected fault on the k-th attention call from now on (k ≥ 1; one call per layer and pass). */
+    public void failAttentionCall(int k) {
+        synchronized (model) {
+            faults.armAt(k, false);
+        }
+    }
+
+    /** Attention calls per forward pass: the model's layer count. */
+    public int attentionCallsPerPass() {
+        return model.config().layers();
+    }
+
+    /** From now on, the sampled tokens are {@code ids} in order (then the last one forever); null = the model's own. */
+    public void script(int[] ids) {
+        synchronized (model) {
+            script.ids = ids == null ? null : ids.clone();
+            script.next = 0;
+        }
+    }
+
+    /** Sleeps {@code millis} in every forward pass's logits (0 = no pacing). */
+    public void pace(long millis) {
+        script.paceMillis = millis;
+    }
+
+    /** Evicts every unlocked prefix from the cache. */
+    public void evictCache() {
+        model.cache().evictAll();
+    }
+
+    public CacheStats cacheStats() {
+        return model.cacheStats();
+    }
+
+    /** Ops whose logits follow a script (when set), and paced. */
+    private static final class ScriptedOps implements Ops {
+        private final Ops delegate;
+        int[] ids;          // guarded by the model's lock
+        int next;
+        volatile long paceMillis;
+
+        ScriptedOps(Ops delegate) { this.delegate = delegate; }
+
+        public float[][] logits(Activation x, Weight output) {
+            float[][] out = delegate.logits(x, output);
+            long pace = paceMillis;
+            if (pace > 0) {
+                try {
+                    Thread.sleep(pace);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            if (ids != null) {
+                int id = ids[Math.min(next++, ids.length - 1)];
+                for (float[] row : out) {
+                    float max = Float.NEGATIVE_INFINITY;
+                    for (float v : row) max = Math.max(max, v);
+                    row[id] = max + 1000f;
+                }
+            }
+            return out;
+        }
+
+        public Activation attention(Activation q, Activation k, Activation v, List<Segment> segments, int layer,
+                                    int heads, int kvHeads, int headDim) {
+            return delegate.attention(q, k, v, segments, layer, heads, kvHeads, headDim);
+        }
+
+        public Activation embed(Weight table, int[] tokens) { return delegate.embed(table, tokens); }
+        public Activation rmsNorm(Activation x, Weight gamma, float eps) { return delegate.rmsNorm(x, gamma, eps); }
+        public Activation rmsNormHeads(Activation x, Weight gamma, int headDim, float eps) { return delegate.rmsNormHeads(x, gamma, headDim, eps); }
+        public Activation matmul(Activation x, Weight w) { return delegate.matmul(x, w); }
+        public Activation addBias(Activation x, Weight bias) { return delegate.addBias(x, bias); }
+        public Activation rope(Activation x, int headDim, int[] positions, Rope rope) { return delegate.rope(x, headDim, positions, rope); }
+        public Activation swiglu(Activation gate, Activation up) { return delegate.swiglu(gate, up); }
+        public Activation add(Activation a, Activation b) { return delegate.add(a, b); }
+        public Activation rows(Activation x, int[] rows) { return delegate.rows(x, rows); }
+    }
+}
