@@ -2,12 +2,9 @@ package dev.forkpoint.engine;
 
 import dev.forkpoint.backend.Activation;
 import dev.forkpoint.backend.Ops;
-import dev.forkpoint.backend.Rope;
-import dev.forkpoint.backend.Segment;
 import dev.forkpoint.backend.Weight;
 import dev.forkpoint.kvcache.CacheStats;
 
-import java.util.List;
 
 /**
  * Test seam for tests outside this package (the server's): installs, once per model, ops that can
@@ -73,13 +70,12 @@ public final class EngineProbe {
     }
 
     /** Ops whose logits follow a script (when set), and paced. */
-    private static final class ScriptedOps implements Ops {
-        private final Ops delegate;
+    private static final class ScriptedOps extends ForwardingOps {
         int[] ids;          // guarded by the model's lock
         int next;
         volatile long paceMillis;
 
-        ScriptedOps(Ops delegate) { this.delegate = delegate; }
+        ScriptedOps(Ops delegate) { super(delegate); }
 
         public float[][] logits(Activation x, Weight output) {
             float[][] out = delegate.logits(x, output);
@@ -101,20 +97,5 @@ public final class EngineProbe {
             }
             return out;
         }
-
-        public Activation attention(Activation q, Activation k, Activation v, List<Segment> segments, int layer,
-                                    int heads, int kvHeads, int headDim) {
-            return delegate.attention(q, k, v, segments, layer, heads, kvHeads, headDim);
-        }
-
-        public Activation embed(Weight table, int[] tokens) { return delegate.embed(table, tokens); }
-        public Activation rmsNorm(Activation x, Weight gamma, float eps) { return delegate.rmsNorm(x, gamma, eps); }
-        public Activation rmsNormHeads(Activation x, Weight gamma, int headDim, float eps) { return delegate.rmsNormHeads(x, gamma, headDim, eps); }
-        public Activation matmul(Activation x, Weight w) { return delegate.matmul(x, w); }
-        public Activation addBias(Activation x, Weight bias) { return delegate.addBias(x, bias); }
-        public Activation rope(Activation x, int headDim, int[] positions, Rope rope) { return delegate.rope(x, headDim, positions, rope); }
-        public Activation swiglu(Activation gate, Activation up) { return delegate.swiglu(gate, up); }
-        public Activation add(Activation a, Activation b) { return delegate.add(a, b); }
-        public Activation rows(Activation x, int[] rows) { return delegate.rows(x, rows); }
     }
 }

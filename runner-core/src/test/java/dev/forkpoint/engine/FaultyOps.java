@@ -2,9 +2,7 @@ package dev.forkpoint.engine;
 
 import dev.forkpoint.backend.Activation;
 import dev.forkpoint.backend.Ops;
-import dev.forkpoint.backend.Rope;
 import dev.forkpoint.backend.Segment;
-import dev.forkpoint.backend.Weight;
 
 import java.util.List;
 import java.util.function.Predicate;
@@ -13,12 +11,11 @@ import java.util.function.Predicate;
  * Ops that delegate to real ones and throw {@link InjectedFault} on the k-th attention call after {@link #armAt(int)}
  * (counting from 1), once; the attention's own KV writes have not happened then, as when a backend kernel fails.
  */
-final class FaultyOps implements Ops {
+final class FaultyOps extends ForwardingOps {
     static final class InjectedFault extends RuntimeException {
         InjectedFault(String message) { super(message); }
     }
 
-    private final Ops delegate;
     private int countdown;   // 0 = disarmed
     private boolean afterWrites;
     private int attentionCalls;
@@ -42,7 +39,7 @@ final class FaultyOps implements Ops {
     /** Faults thrown by {@link #failWhen} in a pass over more than one segment. */
     int batchedFaults() { return batchedFaults; }
 
-    FaultyOps(Ops delegate) { this.delegate = delegate; }
+    FaultyOps(Ops delegate) { super(delegate); }
 
     /**
      * Throws on the k-th attention call from now on (k ≥ 1): before it runs, or, with {@code afterWrites}, after it
@@ -93,15 +90,4 @@ final class FaultyOps implements Ops {
     private InjectedFault fault(int layer, int startPos) {
         return new InjectedFault("injected fault: attention call " + attentionCalls + " (layer " + layer + ", positions from " + startPos + ")");
     }
-
-    public Activation embed(Weight table, int[] tokens) { return delegate.embed(table, tokens); }
-    public Activation rmsNorm(Activation x, Weight gamma, float eps) { return delegate.rmsNorm(x, gamma, eps); }
-    public Activation rmsNormHeads(Activation x, Weight gamma, int headDim, float eps) { return delegate.rmsNormHeads(x, gamma, headDim, eps); }
-    public Activation matmul(Activation x, Weight w) { return delegate.matmul(x, w); }
-    public Activation addBias(Activation x, Weight bias) { return delegate.addBias(x, bias); }
-    public Activation rope(Activation x, int headDim, int[] positions, Rope rope) { return delegate.rope(x, headDim, positions, rope); }
-    public Activation swiglu(Activation gate, Activation up) { return delegate.swiglu(gate, up); }
-    public Activation add(Activation a, Activation b) { return delegate.add(a, b); }
-    public Activation rows(Activation x, int[] rows) { return delegate.rows(x, rows); }
-    public float[][] logits(Activation x, Weight output) { return delegate.logits(x, output); }
 }
