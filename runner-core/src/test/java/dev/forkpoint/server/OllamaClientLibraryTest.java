@@ -3,7 +3,7 @@ package dev.forkpoint.server;
 import dev.forkpoint.engine.GenerationResult;
 import dev.langchain4j.data.message.UserMessage;
 import dev.langchain4j.model.chat.response.ChatResponse;
-import dev.langchain4j.model.chat.response.StreamingChatResponseHandler;
+import dev.langchain4j.model.chat.request.ChatRequest;
 import dev.langchain4j.model.language.StreamingLanguageModel;
 import dev.langchain4j.model.ollama.OllamaChatModel;
 import dev.langchain4j.model.ollama.OllamaLanguageModel;
@@ -16,6 +16,8 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
@@ -61,15 +63,9 @@ class OllamaClientLibraryTest {
     void streamingChatEqualsTheEngine() throws Exception {
         var model = OllamaStreamingChatModel.builder().baseUrl(h.server.address()).modelName(ServerHarness.MODEL)
                 .temperature(0.0).numPredict(N).timeout(Duration.ofSeconds(60)).build();
-        StringBuilder pieces = new StringBuilder();
-        CompletableFuture<ChatResponse> done = new CompletableFuture<>();
-        model.chat(PROMPT, new StreamingChatResponseHandler() {
-            public void onPartialResponse(String partial) { pieces.append(partial); }
-            public void onCompleteResponse(ChatResponse response) { done.complete(response); }
-            public void onError(Throwable error) { done.completeExceptionally(error); }
-        });
-        ChatResponse r = done.get(60, TimeUnit.SECONDS);
-        assertEquals(expected.text(), pieces.toString());
+        List<String> pieces = new ArrayList<>();
+        ChatResponse r = ServerHarness.stream(model, ChatRequest.builder().messages(UserMessage.from(PROMPT)).build(), pieces);
+        assertEquals(expected.text(), String.join("", pieces));
         assertEquals(expected.text(), r.aiMessage().text());
         assertEquals(expected.generatedIds().length, r.tokenUsage().outputTokenCount());
     }

@@ -33,6 +33,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import dev.langchain4j.model.chat.StreamingChatModel;
+import dev.langchain4j.model.chat.request.ChatRequest;
+import dev.langchain4j.model.chat.response.ChatResponse;
+import dev.langchain4j.model.chat.response.StreamingChatResponseHandler;
 
 /**
  * A live server on an ephemeral port serving one model (stories260K unless given), a plain HTTP/1.1 client, and the
@@ -236,6 +242,19 @@ public final class ServerHarness implements AutoCloseable {
             out.put(m.group(1), Double.parseDouble(m.group(2)));
         }
         return out;
+    }
+
+    /** Streams {@code request} through a langchain4j streaming chat model: appends each piece to {@code pieces}, returns the final response. */
+    public static ChatResponse stream(StreamingChatModel model, ChatRequest request, List<String> pieces) throws Exception {
+        CompletableFuture<ChatResponse> done = new CompletableFuture<>();
+        model.chat(request, new StreamingChatResponseHandler() {
+            public void onPartialResponse(String piece) { pieces.add(piece); }
+
+            public void onCompleteResponse(ChatResponse response) { done.complete(response); }
+
+            public void onError(Throwable error) { done.completeExceptionally(error); }
+        });
+        return done.get(60, TimeUnit.SECONDS);
     }
 
     @Override

@@ -7,7 +7,6 @@ import dev.forkpoint.server.ServerHarness;
 import dev.langchain4j.data.message.UserMessage;
 import dev.langchain4j.model.chat.request.ChatRequest;
 import dev.langchain4j.model.chat.response.ChatResponse;
-import dev.langchain4j.model.chat.response.StreamingChatResponseHandler;
 import dev.langchain4j.model.openai.OpenAiChatModel;
 import dev.langchain4j.model.openai.OpenAiLanguageModel;
 import dev.langchain4j.model.openai.OpenAiStreamingChatModel;
@@ -22,8 +21,6 @@ import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -79,15 +76,7 @@ class OpenAiApiTest {
         OpenAiStreamingChatModel streaming = OpenAiStreamingChatModel.builder().baseUrl(live.url() + "/v1").apiKey("unused")
                 .modelName(ServerHarness.MODEL).temperature(0.0).maxTokens(24).timeout(Duration.ofSeconds(60)).build();
         List<String> pieces = new ArrayList<>();
-        CompletableFuture<ChatResponse> done = new CompletableFuture<>();
-        streaming.chat(ChatRequest.builder().messages(UserMessage.from(user)).build(), new StreamingChatResponseHandler() {
-            public void onPartialResponse(String piece) { pieces.add(piece); }
-
-            public void onCompleteResponse(ChatResponse response) { done.complete(response); }
-
-            public void onError(Throwable error) { done.completeExceptionally(error); }
-        });
-        ChatResponse streamed = done.get(60, TimeUnit.SECONDS);
+        ChatResponse streamed = ServerHarness.stream(streaming, ChatRequest.builder().messages(UserMessage.from(user)).build(), pieces);
 
         assertTrue(pieces.size() > 1, "expected several pieces, got " + pieces);
         assertEquals(whole.aiMessage().text(), String.join("", pieces));
