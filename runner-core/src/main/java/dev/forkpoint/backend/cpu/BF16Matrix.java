@@ -14,9 +14,10 @@ import static dev.forkpoint.backend.cpu.KernelSupport.LE;
 
 /** A BF16 weight matrix read in place; float activations, FMA dot products. */
 final class BF16Matrix implements PackedMatrix {
-    private static final VectorSpecies<Short> S = ShortVector.SPECIES_256;
-    private static final VectorSpecies<Integer> I = IntVector.SPECIES_512;
-    private static final VectorSpecies<Float> F = FloatVector.SPECIES_512;
+    private static final VectorSpecies<Short> S = KernelSupport.S;
+    private static final VectorSpecies<Integer> I = KernelSupport.I;
+    private static final VectorSpecies<Float> F = KernelSupport.F;
+    private static final int L = KernelSupport.L;
 
     private final MemorySegment data;
     private final int rows;
@@ -58,12 +59,12 @@ final class BF16Matrix implements PackedMatrix {
     private float dot(long base, float[] x, int xOff) {
         FloatVector acc0 = FloatVector.zero(F), acc1 = acc0;
         int c = 0;
-        for (; c + 32 <= cols; c += 32) {
+        for (; c + 2 * L <= cols; c += 2 * L) {
             acc0 = load(data, base + 2L * c).fma(FloatVector.fromArray(F, x, xOff + c), acc0);
-            acc1 = load(data, base + 2L * c + 32).fma(FloatVector.fromArray(F, x, xOff + c + 16), acc1);
+            acc1 = load(data, base + 2L * c + 2L * L).fma(FloatVector.fromArray(F, x, xOff + c + L), acc1);
         }
-        for (; c + 16 <= cols; c += 16) acc0 = load(data, base + 2L * c).fma(FloatVector.fromArray(F, x, xOff + c), acc0);
-        float sum = acc0.add(acc1).reduceLanes(VectorOperators.ADD);
+        for (; c + L <= cols; c += L) acc0 = load(data, base + 2L * c).fma(FloatVector.fromArray(F, x, xOff + c), acc0);
+        float sum = KernelSupport.sum(acc0.add(acc1));
         for (; c < cols; c++) sum = Math.fma(scalar(data, base + 2L * c), x[xOff + c], sum);
         return sum;
     }
@@ -72,7 +73,7 @@ final class BF16Matrix implements PackedMatrix {
         KernelSupport.checkRow(this, row, dst, dstOff);
         long base = (long) row * cols * 2;
         int c = 0;
-        for (; c + 16 <= cols; c += 16) load(data, base + 2L * c).intoArray(dst, dstOff + c);
+        for (; c + L <= cols; c += L) load(data, base + 2L * c).intoArray(dst, dstOff + c);
         for (; c < cols; c++) dst[dstOff + c] = scalar(data, base + 2L * c);
     }
 }

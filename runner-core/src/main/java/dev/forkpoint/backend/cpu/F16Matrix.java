@@ -15,9 +15,10 @@ import static dev.forkpoint.backend.cpu.KernelSupport.LE;
 
 /** An F16 weight matrix read in place; float activations, FMA dot products. */
 final class F16Matrix implements PackedMatrix {
-    private static final VectorSpecies<Short> S = ShortVector.SPECIES_256;
-    private static final VectorSpecies<Integer> I = IntVector.SPECIES_512;
-    private static final VectorSpecies<Float> F = FloatVector.SPECIES_512;
+    private static final VectorSpecies<Short> S = KernelSupport.S;
+    private static final VectorSpecies<Integer> I = KernelSupport.I;
+    private static final VectorSpecies<Float> F = KernelSupport.F;
+    private static final int L = KernelSupport.L;
     private static final float TWO_POW_112 = 0x1p112f;
 
     private final MemorySegment data;
@@ -35,7 +36,7 @@ final class F16Matrix implements PackedMatrix {
     public int rows() { return rows; }
     public int cols() { return cols; }
 
-    /** IEEE half → float for 16 lanes: exponent rebias by a multiply (exact for normals and subnormals), Inf/NaN by mask. */
+    /** IEEE half → float for L lanes: exponent rebias by a multiply (exact for normals and subnormals), Inf/NaN by mask. */
     static FloatVector toFloat(ShortVector h) {
         IntVector v = (IntVector) h.convertShape(VectorOperators.ZERO_EXTEND_S2I, I, 0);
         IntVector em = v.and(0x7fff);
@@ -73,27 +74,27 @@ final class F16Matrix implements PackedMatrix {
         int x1 = x0 + cols, x2 = x1 + cols, x3 = x2 + cols;
         FloatVector a0 = FloatVector.zero(F), b0 = a0, a1 = a0, b1 = a0, a2 = a0, b2 = a0, a3 = a0, b3 = a0;
         int c = 0;
-        for (; c + 32 <= cols; c += 32) {
+        for (; c + 2 * L <= cols; c += 2 * L) {
             FloatVector w = toFloat(ShortVector.fromMemorySegment(S, data, base + 2L * c, LE));
-            FloatVector u = toFloat(ShortVector.fromMemorySegment(S, data, base + 2L * c + 32, LE));
+            FloatVector u = toFloat(ShortVector.fromMemorySegment(S, data, base + 2L * c + 2L * L, LE));
             a0 = w.fma(FloatVector.fromArray(F, x, x0 + c), a0);
-            b0 = u.fma(FloatVector.fromArray(F, x, x0 + c + 16), b0);
+            b0 = u.fma(FloatVector.fromArray(F, x, x0 + c + L), b0);
             a1 = w.fma(FloatVector.fromArray(F, x, x1 + c), a1);
-            b1 = u.fma(FloatVector.fromArray(F, x, x1 + c + 16), b1);
+            b1 = u.fma(FloatVector.fromArray(F, x, x1 + c + L), b1);
             a2 = w.fma(FloatVector.fromArray(F, x, x2 + c), a2);
-            b2 = u.fma(FloatVector.fromArray(F, x, x2 + c + 16), b2);
+            b2 = u.fma(FloatVector.fromArray(F, x, x2 + c + L), b2);
             a3 = w.fma(FloatVector.fromArray(F, x, x3 + c), a3);
-            b3 = u.fma(FloatVector.fromArray(F, x, x3 + c + 16), b3);
+            b3 = u.fma(FloatVector.fromArray(F, x, x3 + c + L), b3);
         }
-        for (; c + 16 <= cols; c += 16) {
+        for (; c + L <= cols; c += L) {
             FloatVector w = toFloat(ShortVector.fromMemorySegment(S, data, base + 2L * c, LE));
             a0 = w.fma(FloatVector.fromArray(F, x, x0 + c), a0);
             a1 = w.fma(FloatVector.fromArray(F, x, x1 + c), a1);
             a2 = w.fma(FloatVector.fromArray(F, x, x2 + c), a2);
             a3 = w.fma(FloatVector.fromArray(F, x, x3 + c), a3);
         }
-        float s0 = a0.add(b0).reduceLanes(VectorOperators.ADD), s1 = a1.add(b1).reduceLanes(VectorOperators.ADD);
-        float s2 = a2.add(b2).reduceLanes(VectorOperators.ADD), s3 = a3.add(b3).reduceLanes(VectorOperators.ADD);
+        float s0 = KernelSupport.sum(a0.add(b0)), s1 = KernelSupport.sum(a1.add(b1));
+        float s2 = KernelSupport.sum(a2.add(b2)), s3 = KernelSupport.sum(a3.add(b3));
         for (; c < cols; c++) {
             float wc = Float.float16ToFloat(data.get(I16, base + 2L * c));
             s0 = Math.fma(wc, x[x0 + c], s0);
@@ -110,14 +111,14 @@ final class F16Matrix implements PackedMatrix {
     private float dot(long base, float[] x, int xOff) {
         FloatVector acc0 = FloatVector.zero(F), acc1 = acc0;
         int c = 0;
-        for (; c + 32 <= cols; c += 32) {
+        for (; c + 2 * L <= cols; c += 2 * L) {
             acc0 = toFloat(ShortVector.fromMemorySegment(S, data, base + 2L * c, LE)).fma(FloatVector.fromArray(F, x, xOff + c), acc0);
-            acc1 = toFloat(ShortVector.fromMemorySegment(S, data, base + 2L * c + 32, LE)).fma(FloatVector.fromArray(F, x, xOff + c + 16), acc1);
+            acc1 = toFloat(ShortVector.fromMemorySegment(S, data, base + 2L * c + 2L * L, LE)).fma(FloatVector.fromArray(F, x, xOff + c + L), acc1);
         }
-        for (; c + 16 <= cols; c += 16) {
+        for (; c + L <= cols; c += L) {
             acc0 = toFloat(ShortVector.fromMemorySegment(S, data, base + 2L * c, LE)).fma(FloatVector.fromArray(F, x, xOff + c), acc0);
         }
-        float sum = acc0.add(acc1).reduceLanes(VectorOperators.ADD);
+        float sum = KernelSupport.sum(acc0.add(acc1));
         for (; c < cols; c++) sum = Math.fma(Float.float16ToFloat(data.get(I16, base + 2L * c)), x[xOff + c], sum);
         return sum;
     }
@@ -126,7 +127,7 @@ final class F16Matrix implements PackedMatrix {
         KernelSupport.checkRow(this, row, dst, dstOff);
         long base = (long) row * cols * 2;
         int c = 0;
-        for (; c + 16 <= cols; c += 16) toFloat(ShortVector.fromMemorySegment(S, data, base + 2L * c, LE)).intoArray(dst, dstOff + c);
+        for (; c + L <= cols; c += L) toFloat(ShortVector.fromMemorySegment(S, data, base + 2L * c, LE)).intoArray(dst, dstOff + c);
         for (; c < cols; c++) dst[dstOff + c] = Float.float16ToFloat(data.get(I16, base + 2L * c));
     }
 }

@@ -11,7 +11,8 @@ import java.nio.ByteOrder;
 
 /** An F32 weight matrix read from the mapped file; FMA dot products, {@link FloatGemm} for prefill. */
 final class F32Matrix implements PackedMatrix {
-    private static final VectorSpecies<Float> S = FloatVector.SPECIES_512;
+    private static final VectorSpecies<Float> S = KernelSupport.F;
+    private static final int L = KernelSupport.L;
     private static final ValueLayout.OfFloat F = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     private final MemorySegment data;
@@ -54,27 +55,27 @@ final class F32Matrix implements PackedMatrix {
         int x1 = x0 + cols, x2 = x1 + cols, x3 = x2 + cols;
         FloatVector a0 = FloatVector.zero(S), b0 = a0, a1 = a0, b1 = a0, a2 = a0, b2 = a0, a3 = a0, b3 = a0;
         int c = 0;
-        for (; c + 32 <= cols; c += 32) {
+        for (; c + 2 * L <= cols; c += 2 * L) {
             FloatVector w = FloatVector.fromMemorySegment(S, data, base + c * 4L, ByteOrder.LITTLE_ENDIAN);
-            FloatVector u = FloatVector.fromMemorySegment(S, data, base + c * 4L + 64, ByteOrder.LITTLE_ENDIAN);
+            FloatVector u = FloatVector.fromMemorySegment(S, data, base + c * 4L + 4L * L, ByteOrder.LITTLE_ENDIAN);
             a0 = w.fma(FloatVector.fromArray(S, x, x0 + c), a0);
-            b0 = u.fma(FloatVector.fromArray(S, x, x0 + c + 16), b0);
+            b0 = u.fma(FloatVector.fromArray(S, x, x0 + c + L), b0);
             a1 = w.fma(FloatVector.fromArray(S, x, x1 + c), a1);
-            b1 = u.fma(FloatVector.fromArray(S, x, x1 + c + 16), b1);
+            b1 = u.fma(FloatVector.fromArray(S, x, x1 + c + L), b1);
             a2 = w.fma(FloatVector.fromArray(S, x, x2 + c), a2);
-            b2 = u.fma(FloatVector.fromArray(S, x, x2 + c + 16), b2);
+            b2 = u.fma(FloatVector.fromArray(S, x, x2 + c + L), b2);
             a3 = w.fma(FloatVector.fromArray(S, x, x3 + c), a3);
-            b3 = u.fma(FloatVector.fromArray(S, x, x3 + c + 16), b3);
+            b3 = u.fma(FloatVector.fromArray(S, x, x3 + c + L), b3);
         }
-        for (; c + 16 <= cols; c += 16) {
+        for (; c + L <= cols; c += L) {
             FloatVector w = FloatVector.fromMemorySegment(S, data, base + c * 4L, ByteOrder.LITTLE_ENDIAN);
             a0 = w.fma(FloatVector.fromArray(S, x, x0 + c), a0);
             a1 = w.fma(FloatVector.fromArray(S, x, x1 + c), a1);
             a2 = w.fma(FloatVector.fromArray(S, x, x2 + c), a2);
             a3 = w.fma(FloatVector.fromArray(S, x, x3 + c), a3);
         }
-        float s0 = a0.add(b0).reduceLanes(VectorOperators.ADD), s1 = a1.add(b1).reduceLanes(VectorOperators.ADD);
-        float s2 = a2.add(b2).reduceLanes(VectorOperators.ADD), s3 = a3.add(b3).reduceLanes(VectorOperators.ADD);
+        float s0 = KernelSupport.sum(a0.add(b0)), s1 = KernelSupport.sum(a1.add(b1));
+        float s2 = KernelSupport.sum(a2.add(b2)), s3 = KernelSupport.sum(a3.add(b3));
         for (; c < cols; c++) {
             float wc = data.get(F, base + c * 4L);
             s0 = Math.fma(wc, x[x0 + c], s0);
@@ -91,14 +92,14 @@ final class F32Matrix implements PackedMatrix {
     private float dot(long base, float[] x, int xOff) {
         FloatVector acc0 = FloatVector.zero(S), acc1 = acc0;
         int c = 0;
-        for (; c + 32 <= cols; c += 32) {
+        for (; c + 2 * L <= cols; c += 2 * L) {
             acc0 = FloatVector.fromMemorySegment(S, data, base + c * 4L, ByteOrder.LITTLE_ENDIAN).fma(FloatVector.fromArray(S, x, xOff + c), acc0);
-            acc1 = FloatVector.fromMemorySegment(S, data, base + c * 4L + 64, ByteOrder.LITTLE_ENDIAN).fma(FloatVector.fromArray(S, x, xOff + c + 16), acc1);
+            acc1 = FloatVector.fromMemorySegment(S, data, base + c * 4L + 4L * L, ByteOrder.LITTLE_ENDIAN).fma(FloatVector.fromArray(S, x, xOff + c + L), acc1);
         }
-        for (; c + 16 <= cols; c += 16) {
+        for (; c + L <= cols; c += L) {
             acc0 = FloatVector.fromMemorySegment(S, data, base + c * 4L, ByteOrder.LITTLE_ENDIAN).fma(FloatVector.fromArray(S, x, xOff + c), acc0);
         }
-        float sum = acc0.add(acc1).reduceLanes(VectorOperators.ADD);
+        float sum = KernelSupport.sum(acc0.add(acc1));
         for (; c < cols; c++) sum = Math.fma(data.get(F, base + c * 4L), x[xOff + c], sum);
         return sum;
     }

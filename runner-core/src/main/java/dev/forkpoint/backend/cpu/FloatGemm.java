@@ -17,8 +17,8 @@ import java.util.Arrays;
 final class FloatGemm {
     private FloatGemm() {}
 
-    private static final VectorSpecies<Float> F = FloatVector.SPECIES_512;
-    private static final int L = 16; // F.length()
+    private static final VectorSpecies<Float> F = KernelSupport.F;
+    private static final int L = KernelSupport.L;
     private static final int R = 4;
     private static final int TOKEN_BLOCK = 32;
     private static final int K_CHUNK = 512;
@@ -46,7 +46,7 @@ final class FloatGemm {
                     for (int t = t0; t < t1; t++) {
                         int a = (t - t0) * R * L;
                         for (int i = 0; i < nr; i++) {
-                            float s = FloatVector.fromArray(F, acc, a + i * L).reduceLanes(VectorOperators.ADD);
+                            float s = KernelSupport.sum(FloatVector.fromArray(F, acc, a + i * L));
                             for (int c = vecCols; c < cols; c++) s += w[i * cols + c] * x[t * cols + c];
                             out[t * rows + r0 + i] = s;
                         }
@@ -56,7 +56,7 @@ final class FloatGemm {
         });
     }
 
-    /** acc[a + (4j + i)·16 …] (token t+j, row i) += lane-wise products over columns [k0, k1). */
+    /** acc[a + (4j + i)·L …] (token t+j, row i), L lanes each, += lane-wise products over columns [k0, k1). */
     private static void tile4x4(float[] w, int cols, float[] x, int t, int k0, int k1, float[] acc, int a) {
         FloatVector a00 = FloatVector.fromArray(F, acc, a), a10 = FloatVector.fromArray(F, acc, a + L);
         FloatVector a20 = FloatVector.fromArray(F, acc, a + 2 * L), a30 = FloatVector.fromArray(F, acc, a + 3 * L);
@@ -87,7 +87,7 @@ final class FloatGemm {
         a03.intoArray(acc, a + 12 * L); a13.intoArray(acc, a + 13 * L); a23.intoArray(acc, a + 14 * L); a33.intoArray(acc, a + 15 * L);
     }
 
-    /** acc[a + i·16 …] (token t, row i) += lane-wise products over columns [k0, k1). */
+    /** acc[a + i·L …] (token t, row i) += lane-wise products over columns [k0, k1). */
     private static void tile4x1(float[] w, int cols, float[] x, int t, int k0, int k1, float[] acc, int a) {
         FloatVector a0 = FloatVector.fromArray(F, acc, a), a1 = FloatVector.fromArray(F, acc, a + L);
         FloatVector a2 = FloatVector.fromArray(F, acc, a + 2 * L), a3 = FloatVector.fromArray(F, acc, a + 3 * L);

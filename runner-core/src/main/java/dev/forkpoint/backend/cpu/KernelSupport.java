@@ -1,5 +1,12 @@
 package dev.forkpoint.backend.cpu;
 
+import jdk.incubator.vector.ByteVector;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.ShortVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorShape;
+import jdk.incubator.vector.VectorSpecies;
+
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
@@ -7,6 +14,57 @@ import java.nio.ByteOrder;
 /** Shared checks and constants of the CPU matrix kernels. */
 final class KernelSupport {
     private KernelSupport() {}
+
+    /*
+     * The kernels' vector species, derived once from the platform's preferred vector width (512 bits with AVX-512,
+     * 256 with AVX2, 128 with NEON or SSE) so that the JIT compiles them to native vector instructions at every width;
+     * a species the hardware lacks would run as slow Java emulation. They are static final, hence constants to C2:
+     * a kernel must name them directly, never take a species as a parameter (that defeats intrinsification).
+     *
+     * The float, int and short species all have the same lane count L, so that a lane-wise conversion between them
+     * is one instruction; the byte species has L lanes too except at 128 bits, where L = 4 bytes is no vector shape:
+     * there it has 8 lanes and a load is widened in BYTE_PARTS = 2 halves (convertShape part 0 and 1). Widths under
+     * 128 bits (a JVM without usable vectors) fall back to the 128-bit species, which are correct but emulated; widths
+     * over 512 bits use 512 (L = 16 divides the 32-value quant blocks).
+     */
+
+    /** Float species of the platform's preferred width, clamped to [128, 512] bits. */
+    static final VectorSpecies<Float> F = FloatVector.SPECIES_PREFERRED.vectorBitSize() < 128 ? FloatVector.SPECIES_128
+            : FloatVector.SPECIES_PREFERRED.vectorBitSize() > 512 ? FloatVector.SPECIES_512 : FloatVector.SPECIES_PREFERRED;
+    /** Lanes of every kernel vector: 4, 8 or 16. */
+    static final int L = F.length();
+    /** Int species with L lanes (the width of F). */
+    static final VectorSpecies<Integer> I = VectorSpecies.of(int.class, VectorShape.forBitSize(32 * L));
+    /** Short species with L lanes (half the width of F). */
+    static final VectorSpecies<Short> S = VectorSpecies.of(short.class, VectorShape.forBitSize(16 * L));
+    /** Byte species with max(L, 8) lanes (64 bits is the narrowest vector shape). */
+    static final VectorSpecies<Byte> B = VectorSpecies.of(byte.class, VectorShape.forBitSize(Math.max(8 * L, 64)));
+    /** Bytes one byte-vector load reads: L, or 8 at L = 4. */
+    static final int BL = B.length();
+    /** Parts of L lanes in one byte-vector load: 1, or 2 at L = 4. */
+    static final int BYTE_PARTS = BL / L;
+
+    /**
+     * The sum of v's lanes, added in lane order. Not {@code reduceLanes(ADD)}: C2 may add a float vector's lanes in
+     * another order than the interpreter (it does on AVX2), so a kernel's result would depend on whether the JIT had
+     * compiled it yet, breaking the bit-identity of batched and single-row decode; this loop (unrolled, L lane
+     * extracts) gives the same bits in every execution mode.
+     */
+    static float sum(FloatVector v) {
+        float s = v.lane(0);
+        for (int i = 1; i < L; i++) s += v.lane(i);
+        return s;
+    }
+
+    /**
+     * Bytes j … j+L−1 of the packed run at w[at …] as L shorts, converted lane-wise by {@code conv} (B2S or
+     * ZERO_EXTEND_B2S); j is a multiple of L. At L = 4 this loads the 8-byte half containing them and widens its
+     * part (j / 4) mod 2. Called with constant j and conv (after unrolling), it folds to one load and one widening.
+     */
+    static ShortVector shorts(MemorySegment w, long at, int j, VectorOperators.Conversion<Byte, Short> conv) {
+        if (BYTE_PARTS == 1) return (ShortVector) ByteVector.fromMemorySegment(B, w, at + j, LE).convertShape(conv, S, 0);
+        return (ShortVector) ByteVector.fromMemorySegment(B, w, at + (j & -BL), LE).convertShape(conv, S, (j / L) & 1);
+    }
 
     static final ValueLayout.OfShort I16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);

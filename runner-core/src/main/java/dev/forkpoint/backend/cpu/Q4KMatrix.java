@@ -1,7 +1,6 @@
 package dev.forkpoint.backend.cpu;
 
 import dev.forkpoint.tensor.GgmlType;
-import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.ShortVector;
@@ -13,7 +12,7 @@ import java.lang.foreign.MemorySegment;
 import static dev.forkpoint.backend.cpu.KernelSupport.I16;
 import static dev.forkpoint.backend.cpu.KernelSupport.I32;
 import static dev.forkpoint.backend.cpu.KernelSupport.I64;
-import static dev.forkpoint.backend.cpu.KernelSupport.LE;
+import static dev.forkpoint.backend.cpu.KernelSupport.shorts;
 
 /**
  * A Q4_K weight matrix read in place. Decode quantises the activations to Q8_K (as llama.cpp does) and, per
@@ -21,10 +20,10 @@ import static dev.forkpoint.backend.cpu.KernelSupport.LE;
  * goes through {@link FloatGemm} with the same quantised activations.
  */
 final class Q4KMatrix implements PackedMatrix {
-    private static final VectorSpecies<Byte> B = ByteVector.SPECIES_128;
-    private static final VectorSpecies<Short> S = ShortVector.SPECIES_256;
-    private static final VectorSpecies<Integer> I = IntVector.SPECIES_512;
-    private static final VectorSpecies<Float> F = FloatVector.SPECIES_512;
+    private static final VectorSpecies<Short> S = KernelSupport.S;
+    private static final VectorSpecies<Integer> I = KernelSupport.I;
+    private static final VectorSpecies<Float> F = KernelSupport.F;
+    private static final int L = KernelSupport.L;
     private static final int BYTES = 144;
 
     private final MemorySegment data;
@@ -89,15 +88,19 @@ final class Q4KMatrix implements PackedMatrix {
             int qi = bi * 256;
             for (int k = 0; k < 4; k++) {
                 long qo = o + 16 + 32 * k;
-                ShortVector va = (ShortVector) ByteVector.fromMemorySegment(B, w, qo, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
-                ShortVector vb = (ShortVector) ByteVector.fromMemorySegment(B, w, qo + 16, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
-                int xi = qi + 64 * k;
-                ShortVector pLo = va.and((short) 0xf).mul(ShortVector.fromArray(S, q, xi))
-                        .add(vb.and((short) 0xf).mul(ShortVector.fromArray(S, q, xi + 16)));
-                ShortVector pHi = va.lanewise(VectorOperators.LSHR, 4).mul(ShortVector.fromArray(S, q, xi + 32))
-                        .add(vb.lanewise(VectorOperators.LSHR, 4).mul(ShortVector.fromArray(S, q, xi + 48)));
-                isum = isum.add(((IntVector) pLo.convertShape(VectorOperators.S2I, I, 0)).mul(sm[2 * k]))
-                        .add(((IntVector) pHi.convertShape(VectorOperators.S2I, I, 0)).mul(sm[2 * k + 1]));
+                // bytes j … j+2L−1 of the group's 32: low nibbles are values 64k + j …, high nibbles 64k + 32 + j …;
+                // each product pair is exact in 16 bits (|Σ| ≤ 2·15·127), the scaled sums in 32
+                for (int j = 0; j < 32; j += 2 * L) {
+                    ShortVector va = shorts(w, qo, j, VectorOperators.ZERO_EXTEND_B2S);
+                    ShortVector vb = shorts(w, qo, j + L, VectorOperators.ZERO_EXTEND_B2S);
+                    int xi = qi + 64 * k + j;
+                    ShortVector pLo = va.and((short) 0xf).mul(ShortVector.fromArray(S, q, xi))
+                            .add(vb.and((short) 0xf).mul(ShortVector.fromArray(S, q, xi + L)));
+                    ShortVector pHi = va.lanewise(VectorOperators.LSHR, 4).mul(ShortVector.fromArray(S, q, xi + 32))
+                            .add(vb.lanewise(VectorOperators.LSHR, 4).mul(ShortVector.fromArray(S, q, xi + 32 + L)));
+                    isum = isum.add(((IntVector) pLo.convertShape(VectorOperators.S2I, I, 0)).mul(sm[2 * k]))
+                            .add(((IntVector) pHi.convertShape(VectorOperators.S2I, I, 0)).mul(sm[2 * k + 1]));
+                }
             }
             int msum = 0;
             int si = bi * 16;
@@ -107,7 +110,7 @@ final class Q4KMatrix implements PackedMatrix {
             acc = ((FloatVector) isum.convert(VectorOperators.I2F, 0)).fma(FloatVector.broadcast(F, dw), acc);
             mins += dm * msum;
         }
-        return acc.reduceLanes(VectorOperators.ADD) - mins;
+        return KernelSupport.sum(acc) - mins;
     }
 
     public void dequantizeRow(int row, float[] dst, int dstOff) {
@@ -123,12 +126,11 @@ final class Q4KMatrix implements PackedMatrix {
             for (int k = 0; k < 4; k++) {
                 float d0 = d * sm[2 * k], m0 = dmin * sm[8 + 2 * k];
                 float d1 = d * sm[2 * k + 1], m1 = dmin * sm[8 + 2 * k + 1];
-                for (int h = 0; h < 2; h++) {
-                    IntVector v = (IntVector) ByteVector.fromMemorySegment(B, data, o + 16 + 32 * k + 16 * h, LE)
-                            .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
-                    int e = t + 64 * k + 16 * h;
-                    ((FloatVector) v.and(0xf).convert(VectorOperators.I2F, 0)).mul(d0).sub(m0).intoArray(dst, e);
-                    ((FloatVector) v.lanewise(VectorOperators.LSHR, 4).convert(VectorOperators.I2F, 0)).mul(d1).sub(m1).intoArray(dst, e + 32);
+                for (int j = 0; j < 32; j += L) {
+                    ShortVector v = shorts(data, o + 16 + 32 * k, j, VectorOperators.ZERO_EXTEND_B2S);
+                    int e = t + 64 * k + j;
+                    ((FloatVector) v.and((short) 0xf).convertShape(VectorOperators.S2F, F, 0)).mul(d0).sub(m0).intoArray(dst, e);
+                    ((FloatVector) v.lanewise(VectorOperators.LSHR, 4).convertShape(VectorOperators.S2F, F, 0)).mul(d1).sub(m1).intoArray(dst, e + 32);
                 }
             }
         }

@@ -1,9 +1,7 @@
 package dev.forkpoint.backend.cpu;
 
 import dev.forkpoint.tensor.GgmlType;
-import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
-import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
@@ -11,7 +9,7 @@ import jdk.incubator.vector.VectorSpecies;
 import java.lang.foreign.MemorySegment;
 
 import static dev.forkpoint.backend.cpu.KernelSupport.I16;
-import static dev.forkpoint.backend.cpu.KernelSupport.LE;
+import static dev.forkpoint.backend.cpu.KernelSupport.shorts;
 
 /**
  * A Q4_0 weight matrix read in place. Decode quantises the activations to Q8_0 (as llama.cpp does) and sums
@@ -19,10 +17,9 @@ import static dev.forkpoint.backend.cpu.KernelSupport.LE;
  * 8·(x_i + x_{i+16}) corrections); prefill goes through {@link FloatGemm} with the same quantised activations.
  */
 final class Q4_0Matrix implements PackedMatrix {
-    private static final VectorSpecies<Byte> B = ByteVector.SPECIES_128;
-    private static final VectorSpecies<Short> S = ShortVector.SPECIES_256;
-    private static final VectorSpecies<Integer> I = IntVector.SPECIES_512;
-    private static final VectorSpecies<Float> F = FloatVector.SPECIES_512;
+    private static final VectorSpecies<Short> S = KernelSupport.S;
+    private static final VectorSpecies<Float> F = KernelSupport.F;
+    private static final int L = KernelSupport.L;
     private static final int BYTES = 18;
 
     private final MemorySegment data;
@@ -76,91 +73,60 @@ final class Q4_0Matrix implements PackedMatrix {
         int b = 0;
         for (; b + 1 < blocks; b += 2) {
             long bo = base + (long) b * BYTES;
-            ShortVector v = (ShortVector) ByteVector.fromMemorySegment(B, w, bo + 2, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
-            ShortVector vl = v.and((short) 0xf), vh = v.lanewise(VectorOperators.LSHR, 4);
             float h0 = half[w.get(I16, bo) & 0xffff];
+            for (int j = 0; j < 16; j += L) {
+                ShortVector v = shorts(w, bo + 2, j, VectorOperators.ZERO_EXTEND_B2S);
+                ShortVector vl = v.and((short) 0xf), vh = v.lanewise(VectorOperators.LSHR, 4);
+                a0 = part(vl, vh, q, c8, c0 + b, j).fma(FloatVector.broadcast(F, h0 * d[c0 + b]), a0);
+                a1 = part(vl, vh, q, c8, c1 + b, j).fma(FloatVector.broadcast(F, h0 * d[c1 + b]), a1);
+                a2 = part(vl, vh, q, c8, c2 + b, j).fma(FloatVector.broadcast(F, h0 * d[c2 + b]), a2);
+                a3 = part(vl, vh, q, c8, c3 + b, j).fma(FloatVector.broadcast(F, h0 * d[c3 + b]), a3);
+            }
             long bo1 = bo + BYTES;
-            ShortVector u = (ShortVector) ByteVector.fromMemorySegment(B, w, bo1 + 2, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
-            ShortVector ul = u.and((short) 0xf), uh = u.lanewise(VectorOperators.LSHR, 4);
             float h1 = half[w.get(I16, bo1) & 0xffff];
-            {
-                int bi = c0 + b, qi = bi * 32;
-                ShortVector p = vl.mul(ShortVector.fromArray(S, q, qi)).add(vh.mul(ShortVector.fromArray(S, q, qi + 16)))
-                        .sub(ShortVector.fromArray(S, c8, bi * 16));
-                a0 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h0 * d[bi]), a0);
-                ShortVector p1 = ul.mul(ShortVector.fromArray(S, q, qi + 32)).add(uh.mul(ShortVector.fromArray(S, q, qi + 48)))
-                        .sub(ShortVector.fromArray(S, c8, bi * 16 + 16));
-                e0 = ((FloatVector) p1.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h1 * d[bi + 1]), e0);
-            }
-            {
-                int bi = c1 + b, qi = bi * 32;
-                ShortVector p = vl.mul(ShortVector.fromArray(S, q, qi)).add(vh.mul(ShortVector.fromArray(S, q, qi + 16)))
-                        .sub(ShortVector.fromArray(S, c8, bi * 16));
-                a1 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h0 * d[bi]), a1);
-                ShortVector p1 = ul.mul(ShortVector.fromArray(S, q, qi + 32)).add(uh.mul(ShortVector.fromArray(S, q, qi + 48)))
-                        .sub(ShortVector.fromArray(S, c8, bi * 16 + 16));
-                e1 = ((FloatVector) p1.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h1 * d[bi + 1]), e1);
-            }
-            {
-                int bi = c2 + b, qi = bi * 32;
-                ShortVector p = vl.mul(ShortVector.fromArray(S, q, qi)).add(vh.mul(ShortVector.fromArray(S, q, qi + 16)))
-                        .sub(ShortVector.fromArray(S, c8, bi * 16));
-                a2 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h0 * d[bi]), a2);
-                ShortVector p1 = ul.mul(ShortVector.fromArray(S, q, qi + 32)).add(uh.mul(ShortVector.fromArray(S, q, qi + 48)))
-                        .sub(ShortVector.fromArray(S, c8, bi * 16 + 16));
-                e2 = ((FloatVector) p1.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h1 * d[bi + 1]), e2);
-            }
-            {
-                int bi = c3 + b, qi = bi * 32;
-                ShortVector p = vl.mul(ShortVector.fromArray(S, q, qi)).add(vh.mul(ShortVector.fromArray(S, q, qi + 16)))
-                        .sub(ShortVector.fromArray(S, c8, bi * 16));
-                a3 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h0 * d[bi]), a3);
-                ShortVector p1 = ul.mul(ShortVector.fromArray(S, q, qi + 32)).add(uh.mul(ShortVector.fromArray(S, q, qi + 48)))
-                        .sub(ShortVector.fromArray(S, c8, bi * 16 + 16));
-                e3 = ((FloatVector) p1.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h1 * d[bi + 1]), e3);
+            for (int j = 0; j < 16; j += L) {
+                ShortVector u = shorts(w, bo1 + 2, j, VectorOperators.ZERO_EXTEND_B2S);
+                ShortVector ul = u.and((short) 0xf), uh = u.lanewise(VectorOperators.LSHR, 4);
+                e0 = part(ul, uh, q, c8, c0 + b + 1, j).fma(FloatVector.broadcast(F, h1 * d[c0 + b + 1]), e0);
+                e1 = part(ul, uh, q, c8, c1 + b + 1, j).fma(FloatVector.broadcast(F, h1 * d[c1 + b + 1]), e1);
+                e2 = part(ul, uh, q, c8, c2 + b + 1, j).fma(FloatVector.broadcast(F, h1 * d[c2 + b + 1]), e2);
+                e3 = part(ul, uh, q, c8, c3 + b + 1, j).fma(FloatVector.broadcast(F, h1 * d[c3 + b + 1]), e3);
             }
         }
         if (b < blocks) {
             long bo = base + (long) b * BYTES;
-            ShortVector v = (ShortVector) ByteVector.fromMemorySegment(B, w, bo + 2, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
-            ShortVector vl = v.and((short) 0xf), vh = v.lanewise(VectorOperators.LSHR, 4);
             float h0 = half[w.get(I16, bo) & 0xffff];
-            {
-                int bi = c0 + b, qi = bi * 32;
-                ShortVector p = vl.mul(ShortVector.fromArray(S, q, qi)).add(vh.mul(ShortVector.fromArray(S, q, qi + 16)))
-                        .sub(ShortVector.fromArray(S, c8, bi * 16));
-                a0 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h0 * d[bi]), a0);
-            }
-            {
-                int bi = c1 + b, qi = bi * 32;
-                ShortVector p = vl.mul(ShortVector.fromArray(S, q, qi)).add(vh.mul(ShortVector.fromArray(S, q, qi + 16)))
-                        .sub(ShortVector.fromArray(S, c8, bi * 16));
-                a1 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h0 * d[bi]), a1);
-            }
-            {
-                int bi = c2 + b, qi = bi * 32;
-                ShortVector p = vl.mul(ShortVector.fromArray(S, q, qi)).add(vh.mul(ShortVector.fromArray(S, q, qi + 16)))
-                        .sub(ShortVector.fromArray(S, c8, bi * 16));
-                a2 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h0 * d[bi]), a2);
-            }
-            {
-                int bi = c3 + b, qi = bi * 32;
-                ShortVector p = vl.mul(ShortVector.fromArray(S, q, qi)).add(vh.mul(ShortVector.fromArray(S, q, qi + 16)))
-                        .sub(ShortVector.fromArray(S, c8, bi * 16));
-                a3 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h0 * d[bi]), a3);
+            for (int j = 0; j < 16; j += L) {
+                ShortVector v = shorts(w, bo + 2, j, VectorOperators.ZERO_EXTEND_B2S);
+                ShortVector vl = v.and((short) 0xf), vh = v.lanewise(VectorOperators.LSHR, 4);
+                a0 = part(vl, vh, q, c8, c0 + b, j).fma(FloatVector.broadcast(F, h0 * d[c0 + b]), a0);
+                a1 = part(vl, vh, q, c8, c1 + b, j).fma(FloatVector.broadcast(F, h0 * d[c1 + b]), a1);
+                a2 = part(vl, vh, q, c8, c2 + b, j).fma(FloatVector.broadcast(F, h0 * d[c2 + b]), a2);
+                a3 = part(vl, vh, q, c8, c3 + b, j).fma(FloatVector.broadcast(F, h0 * d[c3 + b]), a3);
             }
         }
-        out[o] = a0.add(e0).reduceLanes(VectorOperators.ADD);
-        out[o + rows] = a1.add(e1).reduceLanes(VectorOperators.ADD);
-        out[o + 2 * rows] = a2.add(e2).reduceLanes(VectorOperators.ADD);
-        out[o + 3 * rows] = a3.add(e3).reduceLanes(VectorOperators.ADD);
+        out[o] = KernelSupport.sum(a0.add(e0));
+        out[o + rows] = KernelSupport.sum(a1.add(e1));
+        out[o + 2 * rows] = KernelSupport.sum(a2.add(e2));
+        out[o + 3 * rows] = KernelSupport.sum(a3.add(e3));
     }
 
+    /**
+     * Lanes j … j+L−1 of block bi's Σ (q_w − 8)·q_x, as floats: the low nibbles lo (weights j …) times q_x[j …],
+     * plus the high nibbles hi (weights j+16 …) times q_x[j+16 …], minus the offset correction 8·(q_x[j] +
+     * q_x[j+16]); exact in 16-bit lanes (|Σ| ≤ 2·8·127 fits).
+     */
+    private static FloatVector part(ShortVector lo, ShortVector hi, short[] q, short[] c8, int bi, int j) {
+        int qi = bi * 32 + j;
+        ShortVector p = lo.mul(ShortVector.fromArray(S, q, qi)).add(hi.mul(ShortVector.fromArray(S, q, qi + 16)))
+                .sub(ShortVector.fromArray(S, c8, bi * 16 + j));
+        return (FloatVector) p.convertShape(VectorOperators.S2F, F, 0);
+    }
 
     /**
-     * Σ over the row's blocks of d_w · d_x · Σ (q_w − 8)·q_x, exact in 16-bit lanes (|Σ| ≤ 32·8·127 fits), converted
-     * to float per block; two blocks per iteration into two accumulators, the block body written out in place (a
-     * helper method taking vectors risks not being inlined, which boxes them).
+     * Σ over the row's blocks of d_w · d_x · Σ (q_w − 8)·q_x: per block, 16/L lane-wise partial sums of two weights
+     * per lane (exact in 16 bits), each converted to float and added to the accumulator by an FMA with the block's
+     * scale; even and odd blocks go to two accumulators.
      */
     private float dot(long base, short[] q, float[] d, short[] c8, int b0) {
         MemorySegment w = data;
@@ -170,33 +136,28 @@ final class Q4_0Matrix implements PackedMatrix {
         for (; b + 1 < blocks; b += 2) {
             long o = base + (long) b * BYTES;
             int bi = b0 + b;
-            int qi = bi * 32;
-            ShortVector v = (ShortVector) ByteVector.fromMemorySegment(B, w, o + 2, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
-            ShortVector p = v.and((short) 0xf).mul(ShortVector.fromArray(S, q, qi))
-                    .add(v.lanewise(VectorOperators.LSHR, 4).mul(ShortVector.fromArray(S, q, qi + 16)))
-                    .sub(ShortVector.fromArray(S, c8, bi * 16));
-            float s0 = half[w.get(I16, o) & 0xffff] * d[bi];
-            acc0 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, s0), acc0);
+            FloatVector s0 = FloatVector.broadcast(F, half[w.get(I16, o) & 0xffff] * d[bi]);
+            for (int j = 0; j < 16; j += L) {
+                ShortVector v = shorts(w, o + 2, j, VectorOperators.ZERO_EXTEND_B2S);
+                acc0 = part(v.and((short) 0xf), v.lanewise(VectorOperators.LSHR, 4), q, c8, bi, j).fma(s0, acc0);
+            }
             long o1 = o + BYTES;
-            ShortVector u = (ShortVector) ByteVector.fromMemorySegment(B, w, o1 + 2, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
-            ShortVector p1 = u.and((short) 0xf).mul(ShortVector.fromArray(S, q, qi + 32))
-                    .add(u.lanewise(VectorOperators.LSHR, 4).mul(ShortVector.fromArray(S, q, qi + 48)))
-                    .sub(ShortVector.fromArray(S, c8, bi * 16 + 16));
-            float s1 = half[w.get(I16, o1) & 0xffff] * d[bi + 1];
-            acc1 = ((FloatVector) p1.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, s1), acc1);
+            FloatVector s1 = FloatVector.broadcast(F, half[w.get(I16, o1) & 0xffff] * d[bi + 1]);
+            for (int j = 0; j < 16; j += L) {
+                ShortVector u = shorts(w, o1 + 2, j, VectorOperators.ZERO_EXTEND_B2S);
+                acc1 = part(u.and((short) 0xf), u.lanewise(VectorOperators.LSHR, 4), q, c8, bi + 1, j).fma(s1, acc1);
+            }
         }
         if (b < blocks) {
             long o = base + (long) b * BYTES;
             int bi = b0 + b;
-            int qi = bi * 32;
-            ShortVector v = (ShortVector) ByteVector.fromMemorySegment(B, w, o + 2, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
-            ShortVector p = v.and((short) 0xf).mul(ShortVector.fromArray(S, q, qi))
-                    .add(v.lanewise(VectorOperators.LSHR, 4).mul(ShortVector.fromArray(S, q, qi + 16)))
-                    .sub(ShortVector.fromArray(S, c8, bi * 16));
-            float s0 = half[w.get(I16, o) & 0xffff] * d[bi];
-            acc0 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, s0), acc0);
+            FloatVector s0 = FloatVector.broadcast(F, half[w.get(I16, o) & 0xffff] * d[bi]);
+            for (int j = 0; j < 16; j += L) {
+                ShortVector v = shorts(w, o + 2, j, VectorOperators.ZERO_EXTEND_B2S);
+                acc0 = part(v.and((short) 0xf), v.lanewise(VectorOperators.LSHR, 4), q, c8, bi, j).fma(s0, acc0);
+            }
         }
-        return acc0.add(acc1).reduceLanes(VectorOperators.ADD);
+        return KernelSupport.sum(acc0.add(acc1));
     }
 
     public void dequantizeRow(int row, float[] dst, int dstOff) {
@@ -206,9 +167,11 @@ final class Q4_0Matrix implements PackedMatrix {
             long o = base + (long) b * BYTES;
             float d = Float.float16ToFloat(data.get(I16, o));
             int t = dstOff + b * 32;
-            IntVector v = (IntVector) ByteVector.fromMemorySegment(B, data, o + 2, LE).convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
-            ((FloatVector) v.and(0xf).sub(8).convert(VectorOperators.I2F, 0)).mul(d).intoArray(dst, t);
-            ((FloatVector) v.lanewise(VectorOperators.LSHR, 4).sub(8).convert(VectorOperators.I2F, 0)).mul(d).intoArray(dst, t + 16);
+            for (int j = 0; j < 16; j += L) {
+                ShortVector v = shorts(data, o + 2, j, VectorOperators.ZERO_EXTEND_B2S);
+                ((FloatVector) v.and((short) 0xf).sub((short) 8).convertShape(VectorOperators.S2F, F, 0)).mul(d).intoArray(dst, t + j);
+                ((FloatVector) v.lanewise(VectorOperators.LSHR, 4).sub((short) 8).convertShape(VectorOperators.S2F, F, 0)).mul(d).intoArray(dst, t + j + 16);
+            }
         }
     }
 }

@@ -1,7 +1,6 @@
 package dev.forkpoint.backend.cpu;
 
 import dev.forkpoint.tensor.GgmlType;
-import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.ShortVector;
@@ -12,7 +11,7 @@ import java.lang.foreign.MemorySegment;
 
 import static dev.forkpoint.backend.cpu.KernelSupport.I16;
 import static dev.forkpoint.backend.cpu.KernelSupport.I64;
-import static dev.forkpoint.backend.cpu.KernelSupport.LE;
+import static dev.forkpoint.backend.cpu.KernelSupport.shorts;
 
 /**
  * A Q6_K weight matrix read in place. Decode quantises the activations to Q8_K (as llama.cpp does) and, per
@@ -20,10 +19,10 @@ import static dev.forkpoint.backend.cpu.KernelSupport.LE;
  * integer inner sums; prefill goes through {@link FloatGemm} with the same quantised activations.
  */
 final class Q6KMatrix implements PackedMatrix {
-    private static final VectorSpecies<Byte> B = ByteVector.SPECIES_128;
-    private static final VectorSpecies<Short> S = ShortVector.SPECIES_256;
-    private static final VectorSpecies<Integer> I = IntVector.SPECIES_512;
-    private static final VectorSpecies<Float> F = FloatVector.SPECIES_512;
+    private static final VectorSpecies<Short> S = KernelSupport.S;
+    private static final VectorSpecies<Integer> I = KernelSupport.I;
+    private static final VectorSpecies<Float> F = KernelSupport.F;
+    private static final int L = KernelSupport.L;
     private static final int BYTES = 210;
 
     private final MemorySegment data;
@@ -70,22 +69,25 @@ final class Q6KMatrix implements PackedMatrix {
             IntVector isum = IntVector.zero(I);
             int corr = 0;
             for (int part = 0; part < 4; part++) {
+                // values 128n + 16h + l (+32, +64, +96), l < 16, each quarter with its own scale
                 int n = part >> 1, h = part & 1;
-                long ql = o + 64 * n + 16 * h, qh = o + 128 + 32 * n + 16 * h, sc = o + 192 + 8 * n + h;
-                ShortVector lo = (ShortVector) ByteVector.fromMemorySegment(B, w, ql, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
-                ShortVector hi = (ShortVector) ByteVector.fromMemorySegment(B, w, ql + 32, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
-                ShortVector top = (ShortVector) ByteVector.fromMemorySegment(B, w, qh, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
-                int xi = bi * 256 + 128 * n + 16 * h;
-                long s4 = w.get(I64, sc) ; // bytes sc+0 … sc+7: scales at +0, +2, +4, +6 are this part's
+                long ql = o + 64 * n, qh = o + 128 + 32 * n, sc = o + 192 + 8 * n + h;
+                long s4 = w.get(I64, sc); // bytes sc+0 … sc+7: scales at +0, +2, +4, +6 are this part's
                 int c1 = (byte) s4, c2 = (byte) (s4 >>> 16), c3 = (byte) (s4 >>> 32), c4 = (byte) (s4 >>> 48);
-                ShortVector p1 = lo.and((short) 0xf).or(top.and((short) 3).lanewise(VectorOperators.LSHL, 4)).mul(ShortVector.fromArray(S, q, xi));
-                ShortVector p2 = hi.and((short) 0xf).or(top.and((short) 0xc).lanewise(VectorOperators.LSHL, 2)).mul(ShortVector.fromArray(S, q, xi + 32));
-                ShortVector p3 = lo.lanewise(VectorOperators.LSHR, 4).or(top.and((short) 0x30)).mul(ShortVector.fromArray(S, q, xi + 64));
-                ShortVector p4 = hi.lanewise(VectorOperators.LSHR, 4).or(top.and((short) 0xc0).lanewise(VectorOperators.LSHR, 2)).mul(ShortVector.fromArray(S, q, xi + 96));
-                isum = isum.add(((IntVector) p1.convertShape(VectorOperators.S2I, I, 0)).mul(c1))
-                        .add(((IntVector) p2.convertShape(VectorOperators.S2I, I, 0)).mul(c2))
-                        .add(((IntVector) p3.convertShape(VectorOperators.S2I, I, 0)).mul(c3))
-                        .add(((IntVector) p4.convertShape(VectorOperators.S2I, I, 0)).mul(c4));
+                for (int l = 16 * h; l < 16 * h + 16; l += L) {
+                    ShortVector lo = shorts(w, ql, l, VectorOperators.ZERO_EXTEND_B2S);
+                    ShortVector hi = shorts(w, ql + 32, l, VectorOperators.ZERO_EXTEND_B2S);
+                    ShortVector top = shorts(w, qh, l, VectorOperators.ZERO_EXTEND_B2S);
+                    int xi = bi * 256 + 128 * n + l;
+                    ShortVector p1 = lo.and((short) 0xf).or(top.and((short) 3).lanewise(VectorOperators.LSHL, 4)).mul(ShortVector.fromArray(S, q, xi));
+                    ShortVector p2 = hi.and((short) 0xf).or(top.and((short) 0xc).lanewise(VectorOperators.LSHL, 2)).mul(ShortVector.fromArray(S, q, xi + 32));
+                    ShortVector p3 = lo.lanewise(VectorOperators.LSHR, 4).or(top.and((short) 0x30)).mul(ShortVector.fromArray(S, q, xi + 64));
+                    ShortVector p4 = hi.lanewise(VectorOperators.LSHR, 4).or(top.and((short) 0xc0).lanewise(VectorOperators.LSHR, 2)).mul(ShortVector.fromArray(S, q, xi + 96));
+                    isum = isum.add(((IntVector) p1.convertShape(VectorOperators.S2I, I, 0)).mul(c1))
+                            .add(((IntVector) p2.convertShape(VectorOperators.S2I, I, 0)).mul(c2))
+                            .add(((IntVector) p3.convertShape(VectorOperators.S2I, I, 0)).mul(c3))
+                            .add(((IntVector) p4.convertShape(VectorOperators.S2I, I, 0)).mul(c4));
+                }
                 int g = bi * 16 + 8 * n + h;
                 corr += c1 * bs[g] + c2 * bs[g + 2] + c3 * bs[g + 4] + c4 * bs[g + 6];
             }
@@ -93,7 +95,7 @@ final class Q6KMatrix implements PackedMatrix {
             acc = ((FloatVector) isum.convert(VectorOperators.I2F, 0)).fma(FloatVector.broadcast(F, dw), acc);
             offsets += dw * (32 * corr);
         }
-        return acc.reduceLanes(VectorOperators.ADD) - offsets;
+        return KernelSupport.sum(acc) - offsets;
     }
 
     public void dequantizeRow(int row, float[] dst, int dstOff) {
@@ -106,20 +108,22 @@ final class Q6KMatrix implements PackedMatrix {
             int t = dstOff + b * 256;
             for (int part = 0; part < 4; part++) {
                 int n = part >> 1, h = part & 1;
-                long ql = o + 64 * n + 16 * h, qh = o + 128 + 32 * n + 16 * h, sc = o + 192 + 8 * n + h;
-                ShortVector lo = (ShortVector) ByteVector.fromMemorySegment(B, w, ql, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
-                ShortVector hi = (ShortVector) ByteVector.fromMemorySegment(B, w, ql + 32, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
-                ShortVector top = (ShortVector) ByteVector.fromMemorySegment(B, w, qh, LE).convertShape(VectorOperators.ZERO_EXTEND_B2S, S, 0);
+                long ql = o + 64 * n, qh = o + 128 + 32 * n, sc = o + 192 + 8 * n + h;
                 long s4 = w.get(I64, sc);
-                int e = t + 128 * n + 16 * h;
-                ShortVector q1 = lo.and((short) 0xf).or(top.and((short) 3).lanewise(VectorOperators.LSHL, 4)).sub((short) 32);
-                ShortVector q2 = hi.and((short) 0xf).or(top.and((short) 0xc).lanewise(VectorOperators.LSHL, 2)).sub((short) 32);
-                ShortVector q3 = lo.lanewise(VectorOperators.LSHR, 4).or(top.and((short) 0x30)).sub((short) 32);
-                ShortVector q4 = hi.lanewise(VectorOperators.LSHR, 4).or(top.and((short) 0xc0).lanewise(VectorOperators.LSHR, 2)).sub((short) 32);
-                ((FloatVector) q1.convertShape(VectorOperators.S2F, F, 0)).mul(d * (byte) s4).intoArray(dst, e);
-                ((FloatVector) q2.convertShape(VectorOperators.S2F, F, 0)).mul(d * (byte) (s4 >>> 16)).intoArray(dst, e + 32);
-                ((FloatVector) q3.convertShape(VectorOperators.S2F, F, 0)).mul(d * (byte) (s4 >>> 32)).intoArray(dst, e + 64);
-                ((FloatVector) q4.convertShape(VectorOperators.S2F, F, 0)).mul(d * (byte) (s4 >>> 48)).intoArray(dst, e + 96);
+                for (int l = 16 * h; l < 16 * h + 16; l += L) {
+                    ShortVector lo = shorts(w, ql, l, VectorOperators.ZERO_EXTEND_B2S);
+                    ShortVector hi = shorts(w, ql + 32, l, VectorOperators.ZERO_EXTEND_B2S);
+                    ShortVector top = shorts(w, qh, l, VectorOperators.ZERO_EXTEND_B2S);
+                    int e = t + 128 * n + l;
+                    ShortVector q1 = lo.and((short) 0xf).or(top.and((short) 3).lanewise(VectorOperators.LSHL, 4)).sub((short) 32);
+                    ShortVector q2 = hi.and((short) 0xf).or(top.and((short) 0xc).lanewise(VectorOperators.LSHL, 2)).sub((short) 32);
+                    ShortVector q3 = lo.lanewise(VectorOperators.LSHR, 4).or(top.and((short) 0x30)).sub((short) 32);
+                    ShortVector q4 = hi.lanewise(VectorOperators.LSHR, 4).or(top.and((short) 0xc0).lanewise(VectorOperators.LSHR, 2)).sub((short) 32);
+                    ((FloatVector) q1.convertShape(VectorOperators.S2F, F, 0)).mul(d * (byte) s4).intoArray(dst, e);
+                    ((FloatVector) q2.convertShape(VectorOperators.S2F, F, 0)).mul(d * (byte) (s4 >>> 16)).intoArray(dst, e + 32);
+                    ((FloatVector) q3.convertShape(VectorOperators.S2F, F, 0)).mul(d * (byte) (s4 >>> 32)).intoArray(dst, e + 64);
+                    ((FloatVector) q4.convertShape(VectorOperators.S2F, F, 0)).mul(d * (byte) (s4 >>> 48)).intoArray(dst, e + 96);
+                }
             }
         }
     }

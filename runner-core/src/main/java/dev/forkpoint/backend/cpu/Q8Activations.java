@@ -17,8 +17,9 @@ import jdk.incubator.vector.VectorSpecies;
  * weights' offset of 8.
  */
 record Q8Activations(short[] q, float[] d, short[] sums, int blockSize) {
-    private static final VectorSpecies<Float> F = FloatVector.SPECIES_512;
-    private static final VectorSpecies<Short> S = ShortVector.SPECIES_256;
+    private static final VectorSpecies<Float> F = KernelSupport.F;
+    private static final VectorSpecies<Short> S = KernelSupport.S;
+    private static final int L = KernelSupport.L;
     private static final float ROUNDER = 12582912f; // 1.5 · 2^23: adding and subtracting it rounds half to even
 
     /** Q8_0 quantisation of n rows of cols values; {@code q4Offsets} also fills the Q4_0 correction sums. */
@@ -29,14 +30,18 @@ record Q8Activations(short[] q, float[] d, short[] sums, int blockSize) {
         short[] sums = q4Offsets ? new short[blocks * 16] : null;
         for (int b = 0; b < blocks; b++) {
             int o = b * 32;
-            FloatVector v0 = FloatVector.fromArray(F, x, o), v1 = FloatVector.fromArray(F, x, o + 16);
-            float amax = v0.abs().max(v1.abs()).reduceLanes(VectorOperators.MAX);
+            FloatVector m = FloatVector.fromArray(F, x, o).abs();
+            for (int j = L; j < 32; j += L) m = m.max(FloatVector.fromArray(F, x, o + j).abs());
+            float amax = m.reduceLanes(VectorOperators.MAX);
             d[b] = Float.float16ToFloat(Float.floatToFloat16(amax / 127f));
             float id = amax != 0 ? 127f / amax : 0f;
-            ShortVector q0 = round(v0.mul(id)), q1 = round(v1.mul(id));
-            q0.intoArray(q, o);
-            q1.intoArray(q, o + 16);
-            if (sums != null) q0.add(q1).lanewise(VectorOperators.LSHL, 3).intoArray(sums, b * 16);
+            for (int j = 0; j < 32; j += L) round(FloatVector.fromArray(F, x, o + j).mul(id)).intoArray(q, o + j);
+            if (sums != null) {
+                for (int j = 0; j < 16; j += L) {
+                    ShortVector.fromArray(S, q, o + j).add(ShortVector.fromArray(S, q, o + j + 16))
+                            .lanewise(VectorOperators.LSHL, 3).intoArray(sums, b * 16 + j);
+                }
+            }
         }
         return new Q8Activations(q, d, sums, 32);
     }
@@ -54,7 +59,7 @@ record Q8Activations(short[] q, float[] d, short[] sums, int blockSize) {
         for (int b = 0; b < blocks; b++) {
             int o = b * 256;
             FloatVector m = FloatVector.fromArray(F, x, o).abs();
-            for (int j = 16; j < 256; j += 16) m = m.max(FloatVector.fromArray(F, x, o + j).abs());
+            for (int j = L; j < 256; j += L) m = m.max(FloatVector.fromArray(F, x, o + j).abs());
             float amax = m.reduceLanes(VectorOperators.MAX);
             if (amax == 0) continue;
             float max = 0;
@@ -65,10 +70,14 @@ record Q8Activations(short[] q, float[] d, short[] sums, int blockSize) {
                 }
             }
             float iscale = -127f / max;
-            for (int j = 0; j < 256; j += 16) {
-                ShortVector v = round(FloatVector.fromArray(F, x, o + j).mul(iscale)).min((short) 127);
-                v.intoArray(q, o + j);
-                sums[b * 16 + j / 16] = v.reduceLanes(VectorOperators.ADD);
+            for (int g = 0; g < 256; g += 16) {
+                ShortVector sum = ShortVector.zero(S); // |Σ| ≤ 16 · 127: exact in 16 bits
+                for (int j = g; j < g + 16; j += L) {
+                    ShortVector v = round(FloatVector.fromArray(F, x, o + j).mul(iscale)).min((short) 127);
+                    v.intoArray(q, o + j);
+                    sum = sum.add(v);
+                }
+                sums[b * 16 + g / 16] = sum.reduceLanes(VectorOperators.ADD);
             }
             d[b] = 1 / iscale;
         }
@@ -80,7 +89,7 @@ record Q8Activations(short[] q, float[] d, short[] sums, int blockSize) {
         float[] out = new float[q.length];
         for (int b = 0; b < q.length / blockSize; b++) {
             float scale = d[b];
-            for (int i = b * blockSize; i < (b + 1) * blockSize; i += 16) {
+            for (int i = b * blockSize; i < (b + 1) * blockSize; i += L) {
                 ((FloatVector) ShortVector.fromArray(S, q, i).convertShape(VectorOperators.S2F, F, 0)).mul(scale).intoArray(out, i);
             }
         }

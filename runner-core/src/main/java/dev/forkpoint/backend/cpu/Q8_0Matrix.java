@@ -1,7 +1,6 @@
 package dev.forkpoint.backend.cpu;
 
 import dev.forkpoint.tensor.GgmlType;
-import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorOperators;
@@ -10,7 +9,7 @@ import jdk.incubator.vector.VectorSpecies;
 import java.lang.foreign.MemorySegment;
 
 import static dev.forkpoint.backend.cpu.KernelSupport.I16;
-import static dev.forkpoint.backend.cpu.KernelSupport.LE;
+import static dev.forkpoint.backend.cpu.KernelSupport.shorts;
 
 /**
  * A Q8_0 weight matrix read in place. Decode quantises the activations to Q8_0 (as llama.cpp does) and sums
@@ -18,9 +17,9 @@ import static dev.forkpoint.backend.cpu.KernelSupport.LE;
  * quantised activations.
  */
 final class Q8_0Matrix implements PackedMatrix {
-    private static final VectorSpecies<Byte> B = ByteVector.SPECIES_128;
-    private static final VectorSpecies<Short> S = ShortVector.SPECIES_256;
-    private static final VectorSpecies<Float> F = FloatVector.SPECIES_512;
+    private static final VectorSpecies<Short> S = KernelSupport.S;
+    private static final VectorSpecies<Float> F = KernelSupport.F;
+    private static final int L = KernelSupport.L;
     private static final int BYTES = 34;
 
     private final MemorySegment data;
@@ -72,79 +71,54 @@ final class Q8_0Matrix implements PackedMatrix {
         int b = 0;
         for (; b + 1 < blocks; b += 2) {
             long bo = base + (long) b * BYTES;
-            ShortVector w0 = (ShortVector) ByteVector.fromMemorySegment(B, w, bo + 2, LE).convertShape(VectorOperators.B2S, S, 0);
-            ShortVector w1 = (ShortVector) ByteVector.fromMemorySegment(B, w, bo + 18, LE).convertShape(VectorOperators.B2S, S, 0);
             float h0 = half[w.get(I16, bo) & 0xffff];
+            for (int j = 0; j < 32; j += 2 * L) {
+                ShortVector w0 = shorts(w, bo + 2, j, VectorOperators.B2S), w1 = shorts(w, bo + 2, j + L, VectorOperators.B2S);
+                a0 = pair(w0, w1, q, (c0 + b) * 32 + j).fma(FloatVector.broadcast(F, h0 * d[c0 + b]), a0);
+                a1 = pair(w0, w1, q, (c1 + b) * 32 + j).fma(FloatVector.broadcast(F, h0 * d[c1 + b]), a1);
+                a2 = pair(w0, w1, q, (c2 + b) * 32 + j).fma(FloatVector.broadcast(F, h0 * d[c2 + b]), a2);
+                a3 = pair(w0, w1, q, (c3 + b) * 32 + j).fma(FloatVector.broadcast(F, h0 * d[c3 + b]), a3);
+            }
             long bo1 = bo + BYTES;
-            ShortVector u0 = (ShortVector) ByteVector.fromMemorySegment(B, w, bo1 + 2, LE).convertShape(VectorOperators.B2S, S, 0);
-            ShortVector u1 = (ShortVector) ByteVector.fromMemorySegment(B, w, bo1 + 18, LE).convertShape(VectorOperators.B2S, S, 0);
             float h1 = half[w.get(I16, bo1) & 0xffff];
-            {
-                int qi = (c0 + b) * 32;
-                ShortVector p = w0.mul(ShortVector.fromArray(S, q, qi)).add(w1.mul(ShortVector.fromArray(S, q, qi + 16)));
-                a0 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h0 * d[c0 + b]), a0);
-                ShortVector p1 = u0.mul(ShortVector.fromArray(S, q, qi + 32)).add(u1.mul(ShortVector.fromArray(S, q, qi + 48)));
-                e0 = ((FloatVector) p1.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h1 * d[c0 + b + 1]), e0);
-            }
-            {
-                int qi = (c1 + b) * 32;
-                ShortVector p = w0.mul(ShortVector.fromArray(S, q, qi)).add(w1.mul(ShortVector.fromArray(S, q, qi + 16)));
-                a1 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h0 * d[c1 + b]), a1);
-                ShortVector p1 = u0.mul(ShortVector.fromArray(S, q, qi + 32)).add(u1.mul(ShortVector.fromArray(S, q, qi + 48)));
-                e1 = ((FloatVector) p1.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h1 * d[c1 + b + 1]), e1);
-            }
-            {
-                int qi = (c2 + b) * 32;
-                ShortVector p = w0.mul(ShortVector.fromArray(S, q, qi)).add(w1.mul(ShortVector.fromArray(S, q, qi + 16)));
-                a2 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h0 * d[c2 + b]), a2);
-                ShortVector p1 = u0.mul(ShortVector.fromArray(S, q, qi + 32)).add(u1.mul(ShortVector.fromArray(S, q, qi + 48)));
-                e2 = ((FloatVector) p1.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h1 * d[c2 + b + 1]), e2);
-            }
-            {
-                int qi = (c3 + b) * 32;
-                ShortVector p = w0.mul(ShortVector.fromArray(S, q, qi)).add(w1.mul(ShortVector.fromArray(S, q, qi + 16)));
-                a3 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h0 * d[c3 + b]), a3);
-                ShortVector p1 = u0.mul(ShortVector.fromArray(S, q, qi + 32)).add(u1.mul(ShortVector.fromArray(S, q, qi + 48)));
-                e3 = ((FloatVector) p1.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h1 * d[c3 + b + 1]), e3);
+            for (int j = 0; j < 32; j += 2 * L) {
+                ShortVector u0 = shorts(w, bo1 + 2, j, VectorOperators.B2S), u1 = shorts(w, bo1 + 2, j + L, VectorOperators.B2S);
+                e0 = pair(u0, u1, q, (c0 + b + 1) * 32 + j).fma(FloatVector.broadcast(F, h1 * d[c0 + b + 1]), e0);
+                e1 = pair(u0, u1, q, (c1 + b + 1) * 32 + j).fma(FloatVector.broadcast(F, h1 * d[c1 + b + 1]), e1);
+                e2 = pair(u0, u1, q, (c2 + b + 1) * 32 + j).fma(FloatVector.broadcast(F, h1 * d[c2 + b + 1]), e2);
+                e3 = pair(u0, u1, q, (c3 + b + 1) * 32 + j).fma(FloatVector.broadcast(F, h1 * d[c3 + b + 1]), e3);
             }
         }
         if (b < blocks) {
             long bo = base + (long) b * BYTES;
-            ShortVector w0 = (ShortVector) ByteVector.fromMemorySegment(B, w, bo + 2, LE).convertShape(VectorOperators.B2S, S, 0);
-            ShortVector w1 = (ShortVector) ByteVector.fromMemorySegment(B, w, bo + 18, LE).convertShape(VectorOperators.B2S, S, 0);
             float h0 = half[w.get(I16, bo) & 0xffff];
-            {
-                int qi = (c0 + b) * 32;
-                ShortVector p = w0.mul(ShortVector.fromArray(S, q, qi)).add(w1.mul(ShortVector.fromArray(S, q, qi + 16)));
-                a0 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h0 * d[c0 + b]), a0);
-            }
-            {
-                int qi = (c1 + b) * 32;
-                ShortVector p = w0.mul(ShortVector.fromArray(S, q, qi)).add(w1.mul(ShortVector.fromArray(S, q, qi + 16)));
-                a1 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h0 * d[c1 + b]), a1);
-            }
-            {
-                int qi = (c2 + b) * 32;
-                ShortVector p = w0.mul(ShortVector.fromArray(S, q, qi)).add(w1.mul(ShortVector.fromArray(S, q, qi + 16)));
-                a2 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h0 * d[c2 + b]), a2);
-            }
-            {
-                int qi = (c3 + b) * 32;
-                ShortVector p = w0.mul(ShortVector.fromArray(S, q, qi)).add(w1.mul(ShortVector.fromArray(S, q, qi + 16)));
-                a3 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, h0 * d[c3 + b]), a3);
+            for (int j = 0; j < 32; j += 2 * L) {
+                ShortVector w0 = shorts(w, bo + 2, j, VectorOperators.B2S), w1 = shorts(w, bo + 2, j + L, VectorOperators.B2S);
+                a0 = pair(w0, w1, q, (c0 + b) * 32 + j).fma(FloatVector.broadcast(F, h0 * d[c0 + b]), a0);
+                a1 = pair(w0, w1, q, (c1 + b) * 32 + j).fma(FloatVector.broadcast(F, h0 * d[c1 + b]), a1);
+                a2 = pair(w0, w1, q, (c2 + b) * 32 + j).fma(FloatVector.broadcast(F, h0 * d[c2 + b]), a2);
+                a3 = pair(w0, w1, q, (c3 + b) * 32 + j).fma(FloatVector.broadcast(F, h0 * d[c3 + b]), a3);
             }
         }
-        out[o] = a0.add(e0).reduceLanes(VectorOperators.ADD);
-        out[o + rows] = a1.add(e1).reduceLanes(VectorOperators.ADD);
-        out[o + 2 * rows] = a2.add(e2).reduceLanes(VectorOperators.ADD);
-        out[o + 3 * rows] = a3.add(e3).reduceLanes(VectorOperators.ADD);
+        out[o] = KernelSupport.sum(a0.add(e0));
+        out[o + rows] = KernelSupport.sum(a1.add(e1));
+        out[o + 2 * rows] = KernelSupport.sum(a2.add(e2));
+        out[o + 3 * rows] = KernelSupport.sum(a3.add(e3));
     }
 
+    /**
+     * w0·q[qi …] + w1·q[qi+L …] lane-wise, exact in 16 bits (|Σ| ≤ 2·127·127), as floats: the products of 2L
+     * consecutive quants of a block, folded to L lanes.
+     */
+    private static FloatVector pair(ShortVector w0, ShortVector w1, short[] q, int qi) {
+        ShortVector p = w0.mul(ShortVector.fromArray(S, q, qi)).add(w1.mul(ShortVector.fromArray(S, q, qi + L)));
+        return (FloatVector) p.convertShape(VectorOperators.S2F, F, 0);
+    }
 
     /**
-     * Σ over the row's blocks of d_w · d_x · Σ q_w·q_x: 16-bit products (exact, |q_w·q_x| ≤ 16256, a pair ≤ 32512),
-     * converted to float per block and accumulated lane-wise; two blocks per iteration into two accumulators. The
-     * block body is written out in place: a helper method taking vectors risks not being inlined (vectors boxed).
+     * Σ over the row's blocks of d_w · d_x · Σ q_w·q_x: per block, 32/(2L) lane-wise pair sums (exact in 16 bits),
+     * each converted to float and added to the accumulator by an FMA with the block's scale; even and odd blocks go
+     * to two accumulators.
      */
     private float dot(long base, short[] q, float[] d, int b0) {
         MemorySegment w = data;
@@ -153,29 +127,27 @@ final class Q8_0Matrix implements PackedMatrix {
         int b = 0;
         for (; b + 1 < blocks; b += 2) {
             long o = base + (long) b * BYTES;
-            int qi = (b0 + b) * 32;
-            ShortVector w0 = (ShortVector) ByteVector.fromMemorySegment(B, w, o + 2, LE).convertShape(VectorOperators.B2S, S, 0);
-            ShortVector w1 = (ShortVector) ByteVector.fromMemorySegment(B, w, o + 18, LE).convertShape(VectorOperators.B2S, S, 0);
-            ShortVector p = w0.mul(ShortVector.fromArray(S, q, qi)).add(w1.mul(ShortVector.fromArray(S, q, qi + 16)));
-            float s0 = half[w.get(I16, o) & 0xffff] * d[b0 + b];
-            acc0 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, s0), acc0);
+            FloatVector s0 = FloatVector.broadcast(F, half[w.get(I16, o) & 0xffff] * d[b0 + b]);
+            for (int j = 0; j < 32; j += 2 * L) {
+                ShortVector w0 = shorts(w, o + 2, j, VectorOperators.B2S), w1 = shorts(w, o + 2, j + L, VectorOperators.B2S);
+                acc0 = pair(w0, w1, q, (b0 + b) * 32 + j).fma(s0, acc0);
+            }
             long o1 = o + BYTES;
-            ShortVector u0 = (ShortVector) ByteVector.fromMemorySegment(B, w, o1 + 2, LE).convertShape(VectorOperators.B2S, S, 0);
-            ShortVector u1 = (ShortVector) ByteVector.fromMemorySegment(B, w, o1 + 18, LE).convertShape(VectorOperators.B2S, S, 0);
-            ShortVector p1 = u0.mul(ShortVector.fromArray(S, q, qi + 32)).add(u1.mul(ShortVector.fromArray(S, q, qi + 48)));
-            float s1 = half[w.get(I16, o1) & 0xffff] * d[b0 + b + 1];
-            acc1 = ((FloatVector) p1.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, s1), acc1);
+            FloatVector s1 = FloatVector.broadcast(F, half[w.get(I16, o1) & 0xffff] * d[b0 + b + 1]);
+            for (int j = 0; j < 32; j += 2 * L) {
+                ShortVector u0 = shorts(w, o1 + 2, j, VectorOperators.B2S), u1 = shorts(w, o1 + 2, j + L, VectorOperators.B2S);
+                acc1 = pair(u0, u1, q, (b0 + b + 1) * 32 + j).fma(s1, acc1);
+            }
         }
         if (b < blocks) {
             long o = base + (long) b * BYTES;
-            int qi = (b0 + b) * 32;
-            ShortVector w0 = (ShortVector) ByteVector.fromMemorySegment(B, w, o + 2, LE).convertShape(VectorOperators.B2S, S, 0);
-            ShortVector w1 = (ShortVector) ByteVector.fromMemorySegment(B, w, o + 18, LE).convertShape(VectorOperators.B2S, S, 0);
-            ShortVector p = w0.mul(ShortVector.fromArray(S, q, qi)).add(w1.mul(ShortVector.fromArray(S, q, qi + 16)));
-            float s0 = half[w.get(I16, o) & 0xffff] * d[b0 + b];
-            acc0 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(FloatVector.broadcast(F, s0), acc0);
+            FloatVector s0 = FloatVector.broadcast(F, half[w.get(I16, o) & 0xffff] * d[b0 + b]);
+            for (int j = 0; j < 32; j += 2 * L) {
+                ShortVector w0 = shorts(w, o + 2, j, VectorOperators.B2S), w1 = shorts(w, o + 2, j + L, VectorOperators.B2S);
+                acc0 = pair(w0, w1, q, (b0 + b) * 32 + j).fma(s0, acc0);
+            }
         }
-        return acc0.add(acc1).reduceLanes(VectorOperators.ADD);
+        return KernelSupport.sum(acc0.add(acc1));
     }
 
     public void dequantizeRow(int row, float[] dst, int dstOff) {
@@ -185,8 +157,9 @@ final class Q8_0Matrix implements PackedMatrix {
             long o = base + (long) b * BYTES;
             float d = Float.float16ToFloat(data.get(I16, o));
             int t = dstOff + b * 32;
-            ((FloatVector) ByteVector.fromMemorySegment(B, data, o + 2, LE).convertShape(VectorOperators.B2F, F, 0)).mul(d).intoArray(dst, t);
-            ((FloatVector) ByteVector.fromMemorySegment(B, data, o + 18, LE).convertShape(VectorOperators.B2F, F, 0)).mul(d).intoArray(dst, t + 16);
+            for (int j = 0; j < 32; j += L) {
+                ((FloatVector) shorts(data, o + 2, j, VectorOperators.B2S).convertShape(VectorOperators.S2F, F, 0)).mul(d).intoArray(dst, t + j);
+            }
         }
     }
 }
