@@ -92,7 +92,9 @@ class SchedulerTest {
         faults.record(true);
         try (Scheduler s = new Scheduler(model, SchedulerOptions.defaults().withParallel(parallel))) {
             List<GenerationStream> streams = new ArrayList<>();
-            for (int i = 0; i < 4; i++) streams.add(s.submit(request(prompts[i], 48, "batched " + parallel + " " + i)));
+            synchronized (model) {   // steps hold the model's lock: all four are queued before the first step
+                for (int i = 0; i < 4; i++) streams.add(s.submit(request(prompts[i], 48, "batched " + parallel + " " + i)));
+            }
             for (int i = 0; i < 4; i++) {
                 GenerationResult r = done(events(streams.get(i)));
                 assertEquals(48, r.generatedIds().length);
@@ -185,9 +187,12 @@ class SchedulerTest {
         int faultAt = 41 + 3;   // the faulty sequence's 4th decode step; the others never reach it (9 + 30 positions)
         faults.failWhen(seg -> seg.startPos() == faultAt && seg.tokens().length == 1);
         try (Scheduler s = new Scheduler(model, SchedulerOptions.defaults())) {
-            GenerationStream faulty = s.submit(request(faultyPrompt, 30, "fault batched"));
+            GenerationStream faulty;
             List<GenerationStream> streams = new ArrayList<>();
-            for (int i = 0; i < others.length; i++) streams.add(s.submit(request(others[i], 30, "fault batched " + i)));
+            synchronized (model) {   // steps hold the model's lock: all four are queued before the first step
+                faulty = s.submit(request(faultyPrompt, 30, "fault batched"));
+                for (int i = 0; i < others.length; i++) streams.add(s.submit(request(others[i], 30, "fault batched " + i)));
+            }
             GenerationEvent.Failed failed = assertInstanceOf(GenerationEvent.Failed.class, events(faulty).getLast());
             assertInstanceOf(FaultyOps.InjectedFault.class, failed.error());
             for (int i = 0; i < others.length; i++) assertSameGeneration(alone[i], done(events(streams.get(i))), "other " + i);
