@@ -84,13 +84,11 @@ final class KernelSupport {
     /**
      * Up to this many tokens a multiply runs the decode kernel: every token's dot products in exactly the arithmetic
      * order of a one-token multiply (so a batch of decode rows gives bit-identical results to running the rows one
-     * at a time), with each weight block decoded once per group of {@link #DECODE_GROUP} tokens. Above it, the
-     * prefill GEMM ({@link FloatGemm}), whose sums are ordered differently.
+     * at a time). The loop is row-outer, token-inner: a weight row (a few KB) is read from memory once and from the
+     * L1 cache for the other tokens, so a batch shares the memory traffic of one token. Above it, the prefill GEMM
+     * ({@link FloatGemm}), whose sums are ordered differently.
      */
     static final int DECODE_MAX_ROWS = 16;
-
-    /** Tokens whose dot products the multi-row decode kernels compute together from one read of a weight block. */
-    static final int DECODE_GROUP = 4;
 
     /** Whether a multiply of n tokens takes the prefill GEMM path. */
     static boolean gemm(int n) {

@@ -53,62 +53,9 @@ final class Q4_0Matrix implements PackedMatrix {
         pool.runRanges(rows, KernelSupport.parts(pool), 8, (from, to) -> {
             for (int r = from; r < to; r++) {
                 long base = (long) r * blocks * BYTES;
-                int t = 0;
-                for (; t + KernelSupport.DECODE_GROUP <= n; t += KernelSupport.DECODE_GROUP) dot4(base, q, d, c8, t * blocks, out, t * rows + r);
-                for (; t < n; t++) out[t * rows + r] = dot(base, q, d, c8, t * blocks);
+                for (int t = 0; t < n; t++) out[t * rows + r] = dot(base, q, d, c8, t * blocks);
             }
         });
-    }
-
-    /**
-     * {@link #dot} for four tokens whose blocks start at b0, b0+blocks, b0+2·blocks, b0+3·blocks, each weight block
-     * unpacked once: every token's sum is computed in exactly dot's order (same products, corrections, accumulators
-     * and reduction), so the results are bit-identical. Writes out[o + k·rows], k &lt; 4.
-     */
-    private void dot4(long base, short[] q, float[] d, short[] c8, int b0, float[] out, int o) {
-        MemorySegment w = data;
-        float[] half = KernelSupport.HALF_TO_FLOAT;
-        int c0 = b0, c1 = c0 + blocks, c2 = c1 + blocks, c3 = c2 + blocks;
-        FloatVector a0 = FloatVector.zero(F), e0 = a0, a1 = a0, e1 = a0, a2 = a0, e2 = a0, a3 = a0, e3 = a0;
-        int b = 0;
-        for (; b + 1 < blocks; b += 2) {
-            long bo = base + (long) b * BYTES;
-            float h0 = half[w.get(I16, bo) & 0xffff];
-            for (int j = 0; j < 16; j += L) {
-                ShortVector v = shorts(w, bo + 2, j, VectorOperators.ZERO_EXTEND_B2S);
-                ShortVector vl = v.and((short) 0xf), vh = v.lanewise(VectorOperators.LSHR, 4);
-                a0 = part(vl, vh, q, c8, c0 + b, j).fma(FloatVector.broadcast(F, h0 * d[c0 + b]), a0);
-                a1 = part(vl, vh, q, c8, c1 + b, j).fma(FloatVector.broadcast(F, h0 * d[c1 + b]), a1);
-                a2 = part(vl, vh, q, c8, c2 + b, j).fma(FloatVector.broadcast(F, h0 * d[c2 + b]), a2);
-                a3 = part(vl, vh, q, c8, c3 + b, j).fma(FloatVector.broadcast(F, h0 * d[c3 + b]), a3);
-            }
-            long bo1 = bo + BYTES;
-            float h1 = half[w.get(I16, bo1) & 0xffff];
-            for (int j = 0; j < 16; j += L) {
-                ShortVector u = shorts(w, bo1 + 2, j, VectorOperators.ZERO_EXTEND_B2S);
-                ShortVector ul = u.and((short) 0xf), uh = u.lanewise(VectorOperators.LSHR, 4);
-                e0 = part(ul, uh, q, c8, c0 + b + 1, j).fma(FloatVector.broadcast(F, h1 * d[c0 + b + 1]), e0);
-                e1 = part(ul, uh, q, c8, c1 + b + 1, j).fma(FloatVector.broadcast(F, h1 * d[c1 + b + 1]), e1);
-                e2 = part(ul, uh, q, c8, c2 + b + 1, j).fma(FloatVector.broadcast(F, h1 * d[c2 + b + 1]), e2);
-                e3 = part(ul, uh, q, c8, c3 + b + 1, j).fma(FloatVector.broadcast(F, h1 * d[c3 + b + 1]), e3);
-            }
-        }
-        if (b < blocks) {
-            long bo = base + (long) b * BYTES;
-            float h0 = half[w.get(I16, bo) & 0xffff];
-            for (int j = 0; j < 16; j += L) {
-                ShortVector v = shorts(w, bo + 2, j, VectorOperators.ZERO_EXTEND_B2S);
-                ShortVector vl = v.and((short) 0xf), vh = v.lanewise(VectorOperators.LSHR, 4);
-                a0 = part(vl, vh, q, c8, c0 + b, j).fma(FloatVector.broadcast(F, h0 * d[c0 + b]), a0);
-                a1 = part(vl, vh, q, c8, c1 + b, j).fma(FloatVector.broadcast(F, h0 * d[c1 + b]), a1);
-                a2 = part(vl, vh, q, c8, c2 + b, j).fma(FloatVector.broadcast(F, h0 * d[c2 + b]), a2);
-                a3 = part(vl, vh, q, c8, c3 + b, j).fma(FloatVector.broadcast(F, h0 * d[c3 + b]), a3);
-            }
-        }
-        out[o] = KernelSupport.sum(a0.add(e0));
-        out[o + rows] = KernelSupport.sum(a1.add(e1));
-        out[o + 2 * rows] = KernelSupport.sum(a2.add(e2));
-        out[o + 3 * rows] = KernelSupport.sum(a3.add(e3));
     }
 
     /**
