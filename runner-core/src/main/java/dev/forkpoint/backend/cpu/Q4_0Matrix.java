@@ -1,6 +1,7 @@
 package dev.forkpoint.backend.cpu;
 
 import dev.forkpoint.tensor.GgmlType;
+import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorOperators;
@@ -9,6 +10,7 @@ import jdk.incubator.vector.VectorSpecies;
 import java.lang.foreign.MemorySegment;
 
 import static dev.forkpoint.backend.cpu.KernelSupport.I16;
+import static dev.forkpoint.backend.cpu.KernelSupport.LE;
 import static dev.forkpoint.backend.cpu.KernelSupport.shorts;
 
 /**
@@ -18,6 +20,9 @@ import static dev.forkpoint.backend.cpu.KernelSupport.shorts;
  */
 final class Q4_0Matrix implements PackedMatrix {
     private static final VectorSpecies<Short> S = KernelSupport.S;
+    private static final VectorSpecies<Byte> B = KernelSupport.B;
+    private static final int BL = KernelSupport.BL;
+    private static final int BYTE_PARTS = KernelSupport.BYTE_PARTS;
     private static final VectorSpecies<Float> F = KernelSupport.F;
     private static final int L = KernelSupport.L;
     private static final int BYTES = 18;
@@ -59,21 +64,16 @@ final class Q4_0Matrix implements PackedMatrix {
     }
 
     /**
-     * Lanes j … j+L−1 of block bi's Σ (q_w − 8)·q_x, as floats: the low nibbles lo (weights j …) times q_x[j …],
-     * plus the high nibbles hi (weights j+16 …) times q_x[j+16 …], minus the offset correction 8·(q_x[j] +
-     * q_x[j+16]); exact in 16-bit lanes (|Σ| ≤ 2·8·127 fits).
-     */
-    private static FloatVector part(ShortVector lo, ShortVector hi, short[] q, short[] c8, int bi, int j) {
-        int qi = bi * 32 + j;
-        ShortVector p = lo.mul(ShortVector.fromArray(S, q, qi)).add(hi.mul(ShortVector.fromArray(S, q, qi + 16)))
-                .sub(ShortVector.fromArray(S, c8, bi * 16 + j));
-        return (FloatVector) p.convertShape(VectorOperators.S2F, F, 0);
-    }
-
-    /**
      * Σ over the row's blocks of d_w · d_x · Σ (q_w − 8)·q_x: per block, 16/L lane-wise partial sums of two weights
-     * per lane (exact in 16 bits), each converted to float and added to the accumulator by an FMA with the block's
-     * scale; even and odd blocks go to two accumulators.
+     * per lane, each converted to float and added to the accumulator by an FMA with the block's scale; even and odd
+     * blocks go to two accumulators. Lanes j … j+L−1 of a block's partial sum are the low nibbles (weights j …) times
+     * q_x[j …], plus the high nibbles (weights j+16 …) times q_x[j+16 …], minus the offset correction 8·(q_x[j] +
+     * q_x[j+16]); exact in 16-bit lanes (|Σ| ≤ 2·8·127 fits).
+     *
+     * The per-lane work is written out in place, three times, rather than in a helper that takes or returns vectors:
+     * at 128 bits (L = 4, e.g. NEON) the unrolled method grows past C2's inlining limits, a helper is then called
+     * for real and its vectors are boxed on every call (~10× slower). The byte load is {@link KernelSupport#shorts}
+     * spelled out: bytes j … j+L−1 are part (j / L) mod BYTE_PARTS of the BL-byte load at j rounded down to BL.
      */
     private float dot(long base, short[] q, float[] d, short[] c8, int b0) {
         MemorySegment w = data;
@@ -85,14 +85,25 @@ final class Q4_0Matrix implements PackedMatrix {
             int bi = b0 + b;
             FloatVector s0 = FloatVector.broadcast(F, half[w.get(I16, o) & 0xffff] * d[bi]);
             for (int j = 0; j < 16; j += L) {
-                ShortVector v = shorts(w, o + 2, j, VectorOperators.ZERO_EXTEND_B2S);
-                acc0 = part(v.and((short) 0xf), v.lanewise(VectorOperators.LSHR, 4), q, c8, bi, j).fma(s0, acc0);
+                ShortVector v = (ShortVector) ByteVector.fromMemorySegment(B, w, o + 2 + (j & -BL), LE)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2S, S, (j / L) & (BYTE_PARTS - 1));
+                int qi = bi * 32 + j;
+                ShortVector p = v.and((short) 0xf).mul(ShortVector.fromArray(S, q, qi))
+                        .add(v.lanewise(VectorOperators.LSHR, 4).mul(ShortVector.fromArray(S, q, qi + 16)))
+                        .sub(ShortVector.fromArray(S, c8, bi * 16 + j));
+                acc0 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(s0, acc0);
             }
             long o1 = o + BYTES;
-            FloatVector s1 = FloatVector.broadcast(F, half[w.get(I16, o1) & 0xffff] * d[bi + 1]);
+            int bi1 = bi + 1;
+            FloatVector s1 = FloatVector.broadcast(F, half[w.get(I16, o1) & 0xffff] * d[bi1]);
             for (int j = 0; j < 16; j += L) {
-                ShortVector u = shorts(w, o1 + 2, j, VectorOperators.ZERO_EXTEND_B2S);
-                acc1 = part(u.and((short) 0xf), u.lanewise(VectorOperators.LSHR, 4), q, c8, bi + 1, j).fma(s1, acc1);
+                ShortVector u = (ShortVector) ByteVector.fromMemorySegment(B, w, o1 + 2 + (j & -BL), LE)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2S, S, (j / L) & (BYTE_PARTS - 1));
+                int qi = bi1 * 32 + j;
+                ShortVector p = u.and((short) 0xf).mul(ShortVector.fromArray(S, q, qi))
+                        .add(u.lanewise(VectorOperators.LSHR, 4).mul(ShortVector.fromArray(S, q, qi + 16)))
+                        .sub(ShortVector.fromArray(S, c8, bi1 * 16 + j));
+                acc1 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(s1, acc1);
             }
         }
         if (b < blocks) {
@@ -100,8 +111,13 @@ final class Q4_0Matrix implements PackedMatrix {
             int bi = b0 + b;
             FloatVector s0 = FloatVector.broadcast(F, half[w.get(I16, o) & 0xffff] * d[bi]);
             for (int j = 0; j < 16; j += L) {
-                ShortVector v = shorts(w, o + 2, j, VectorOperators.ZERO_EXTEND_B2S);
-                acc0 = part(v.and((short) 0xf), v.lanewise(VectorOperators.LSHR, 4), q, c8, bi, j).fma(s0, acc0);
+                ShortVector v = (ShortVector) ByteVector.fromMemorySegment(B, w, o + 2 + (j & -BL), LE)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2S, S, (j / L) & (BYTE_PARTS - 1));
+                int qi = bi * 32 + j;
+                ShortVector p = v.and((short) 0xf).mul(ShortVector.fromArray(S, q, qi))
+                        .add(v.lanewise(VectorOperators.LSHR, 4).mul(ShortVector.fromArray(S, q, qi + 16)))
+                        .sub(ShortVector.fromArray(S, c8, bi * 16 + j));
+                acc0 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(s0, acc0);
             }
         }
         return KernelSupport.sum(acc0.add(acc1));

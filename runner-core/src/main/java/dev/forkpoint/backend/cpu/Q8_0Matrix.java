@@ -1,6 +1,7 @@
 package dev.forkpoint.backend.cpu;
 
 import dev.forkpoint.tensor.GgmlType;
+import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorOperators;
@@ -9,6 +10,7 @@ import jdk.incubator.vector.VectorSpecies;
 import java.lang.foreign.MemorySegment;
 
 import static dev.forkpoint.backend.cpu.KernelSupport.I16;
+import static dev.forkpoint.backend.cpu.KernelSupport.LE;
 import static dev.forkpoint.backend.cpu.KernelSupport.shorts;
 
 /**
@@ -18,6 +20,9 @@ import static dev.forkpoint.backend.cpu.KernelSupport.shorts;
  */
 final class Q8_0Matrix implements PackedMatrix {
     private static final VectorSpecies<Short> S = KernelSupport.S;
+    private static final VectorSpecies<Byte> B = KernelSupport.B;
+    private static final int BL = KernelSupport.BL;
+    private static final int BYTE_PARTS = KernelSupport.BYTE_PARTS;
     private static final VectorSpecies<Float> F = KernelSupport.F;
     private static final int L = KernelSupport.L;
     private static final int BYTES = 34;
@@ -57,18 +62,15 @@ final class Q8_0Matrix implements PackedMatrix {
     }
 
     /**
-     * w0·q[qi …] + w1·q[qi+L …] lane-wise, exact in 16 bits (|Σ| ≤ 2·127·127), as floats: the products of 2L
-     * consecutive quants of a block, folded to L lanes.
-     */
-    private static FloatVector pair(ShortVector w0, ShortVector w1, short[] q, int qi) {
-        ShortVector p = w0.mul(ShortVector.fromArray(S, q, qi)).add(w1.mul(ShortVector.fromArray(S, q, qi + L)));
-        return (FloatVector) p.convertShape(VectorOperators.S2F, F, 0);
-    }
-
-    /**
-     * Σ over the row's blocks of d_w · d_x · Σ q_w·q_x: per block, 32/(2L) lane-wise pair sums (exact in 16 bits),
+     * Σ over the row's blocks of d_w · d_x · Σ q_w·q_x: per block, 32/(2L) lane-wise pair sums w0·q[qi …] +
+     * w1·q[qi+L …] (the products of 2L consecutive quants folded to L lanes, exact in 16 bits: |Σ| ≤ 2·127·127),
      * each converted to float and added to the accumulator by an FMA with the block's scale; even and odd blocks go
      * to two accumulators.
+     *
+     * The per-lane work is written out in place, three times, rather than in a helper that takes or returns vectors:
+     * at 128 bits (L = 4, e.g. NEON) the unrolled method grows past C2's inlining limits, a helper is then called
+     * for real and its vectors are boxed on every call (~10× slower). The byte loads are {@link KernelSupport#shorts}
+     * spelled out: bytes j … j+L−1 are part (j / L) mod BYTE_PARTS of the BL-byte load at j rounded down to BL.
      */
     private float dot(long base, short[] q, float[] d, int b0) {
         MemorySegment w = data;
@@ -79,22 +81,37 @@ final class Q8_0Matrix implements PackedMatrix {
             long o = base + (long) b * BYTES;
             FloatVector s0 = FloatVector.broadcast(F, half[w.get(I16, o) & 0xffff] * d[b0 + b]);
             for (int j = 0; j < 32; j += 2 * L) {
-                ShortVector w0 = shorts(w, o + 2, j, VectorOperators.B2S), w1 = shorts(w, o + 2, j + L, VectorOperators.B2S);
-                acc0 = pair(w0, w1, q, (b0 + b) * 32 + j).fma(s0, acc0);
+                ShortVector w0 = (ShortVector) ByteVector.fromMemorySegment(B, w, o + 2 + (j & -BL), LE)
+                        .convertShape(VectorOperators.B2S, S, (j / L) & (BYTE_PARTS - 1));
+                ShortVector w1 = (ShortVector) ByteVector.fromMemorySegment(B, w, o + 2 + ((j + L) & -BL), LE)
+                        .convertShape(VectorOperators.B2S, S, ((j + L) / L) & (BYTE_PARTS - 1));
+                int qi = (b0 + b) * 32 + j;
+                ShortVector p = w0.mul(ShortVector.fromArray(S, q, qi)).add(w1.mul(ShortVector.fromArray(S, q, qi + L)));
+                acc0 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(s0, acc0);
             }
             long o1 = o + BYTES;
             FloatVector s1 = FloatVector.broadcast(F, half[w.get(I16, o1) & 0xffff] * d[b0 + b + 1]);
             for (int j = 0; j < 32; j += 2 * L) {
-                ShortVector u0 = shorts(w, o1 + 2, j, VectorOperators.B2S), u1 = shorts(w, o1 + 2, j + L, VectorOperators.B2S);
-                acc1 = pair(u0, u1, q, (b0 + b + 1) * 32 + j).fma(s1, acc1);
+                ShortVector u0 = (ShortVector) ByteVector.fromMemorySegment(B, w, o1 + 2 + (j & -BL), LE)
+                        .convertShape(VectorOperators.B2S, S, (j / L) & (BYTE_PARTS - 1));
+                ShortVector u1 = (ShortVector) ByteVector.fromMemorySegment(B, w, o1 + 2 + ((j + L) & -BL), LE)
+                        .convertShape(VectorOperators.B2S, S, ((j + L) / L) & (BYTE_PARTS - 1));
+                int qi = (b0 + b + 1) * 32 + j;
+                ShortVector p = u0.mul(ShortVector.fromArray(S, q, qi)).add(u1.mul(ShortVector.fromArray(S, q, qi + L)));
+                acc1 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(s1, acc1);
             }
         }
         if (b < blocks) {
             long o = base + (long) b * BYTES;
             FloatVector s0 = FloatVector.broadcast(F, half[w.get(I16, o) & 0xffff] * d[b0 + b]);
             for (int j = 0; j < 32; j += 2 * L) {
-                ShortVector w0 = shorts(w, o + 2, j, VectorOperators.B2S), w1 = shorts(w, o + 2, j + L, VectorOperators.B2S);
-                acc0 = pair(w0, w1, q, (b0 + b) * 32 + j).fma(s0, acc0);
+                ShortVector w0 = (ShortVector) ByteVector.fromMemorySegment(B, w, o + 2 + (j & -BL), LE)
+                        .convertShape(VectorOperators.B2S, S, (j / L) & (BYTE_PARTS - 1));
+                ShortVector w1 = (ShortVector) ByteVector.fromMemorySegment(B, w, o + 2 + ((j + L) & -BL), LE)
+                        .convertShape(VectorOperators.B2S, S, ((j + L) / L) & (BYTE_PARTS - 1));
+                int qi = (b0 + b) * 32 + j;
+                ShortVector p = w0.mul(ShortVector.fromArray(S, q, qi)).add(w1.mul(ShortVector.fromArray(S, q, qi + L)));
+                acc0 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(s0, acc0);
             }
         }
         return KernelSupport.sum(acc0.add(acc1));
