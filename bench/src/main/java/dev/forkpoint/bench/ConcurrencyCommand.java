@@ -79,14 +79,11 @@ final class ConcurrencyCommand implements Callable<Integer> {
         }
         int maxStreams = Arrays.stream(concurrency).max().orElseThrow();
         int numCtx = (prefixTokens + userTokens + maxTokens + 16 + 255) / 256 * 256;
-        long perToken = 0;
+        // room for every stream's worst case plus the cached shared prefix (the derived budget counts sequences of
+        // the default num_ctx, 4096 for this shape; committed only as pages are used)
+        int sequences = (maxStreams + 2) * ((numCtx + 4095) / 4096);
         String system = PromptText.of(prefixTokens - 1, 7) + "\n";   // + BOS = prefixTokens tokens
-        try (LoadedModel probe = LoadedModel.load(model, threads, LoadProgress.NONE)) {
-            perToken = 2L * probe.config().layers() * probe.config().kvDim() * Float.BYTES;
-        }
-        // room for every stream's worst case plus the cached shared prefix, page rounding aside
-        long kvBytes = perToken * ((long) numCtx * (maxStreams + 2));
-        try (LoadedModel loaded = LoadedModel.load(model, threads, LoadProgress.NONE, EngineOptions.defaults().withKvCacheBytes(kvBytes));
+        try (LoadedModel loaded = LoadedModel.load(model, threads, LoadProgress.NONE, EngineOptions.defaults().withSequences(sequences));
              Scheduler scheduler = new Scheduler(loaded, SchedulerOptions.defaults().withParallel(maxStreams).withStepTokens(stepTokens))) {
             System.out.printf(Locale.ROOT, "model %s, %d threads, shared prefix %d tokens, user turn %d tokens, %d output tokens, %d samples per level%n",
                     model.getFileName(), threads, prefixTokens, userTokens, maxTokens, samples);

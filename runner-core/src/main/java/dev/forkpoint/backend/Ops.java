@@ -50,11 +50,6 @@ public interface Ops {
     /** Rows {@code rows[0]}, {@code rows[1]}, … of x, in that order, as a rows.length-token activation. */
     Activation rows(Activation x, int[] rows);
 
-    /** Row {@code row} of x as a one-token activation. */
-    default Activation row(Activation x, int row) {
-        return rows(x, new int[] {row});
-    }
-
     /** Evaluates x · outputᵀ and copies the result to the host: one array of vocab logits per row of x. */
     float[][] logits(Activation x, Weight output);
 }

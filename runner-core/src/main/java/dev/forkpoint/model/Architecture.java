@@ -2,7 +2,6 @@ package dev.forkpoint.model;
 
 import dev.forkpoint.backend.Activation;
 import dev.forkpoint.backend.Backend;
-import dev.forkpoint.backend.KvStore;
 import dev.forkpoint.backend.Ops;
 import dev.forkpoint.backend.Segment;
 import dev.forkpoint.backend.Weight;
@@ -14,14 +13,6 @@ import java.util.function.IntConsumer;
 /** A model's graph, described against the backend-neutral {@link Ops}. */
 public interface Architecture {
     ModelConfig config();
-
-    /**
-     * Evaluates {@code tokens} at positions startPos, startPos+1, …, storing their keys and values in {@code kv}, and
-     * returns the final (output-normed) hidden state of every token.
-     */
-    default Activation forward(Ops ops, int[] tokens, int startPos, KvStore kv) {
-        return forward(ops, List.of(new Segment(tokens, startPos, kv)));
-    }
 
     /**
      * One forward pass over several sequences: evaluates every segment's tokens at its positions, storing their keys
