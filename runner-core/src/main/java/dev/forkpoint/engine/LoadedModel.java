@@ -5,10 +5,8 @@ import dev.forkpoint.backend.KvStore;
 import dev.forkpoint.backend.Ops;
 import dev.forkpoint.backend.Segment;
 import dev.forkpoint.backend.cpu.CpuBackend;
-import dev.forkpoint.format.gguf.GgufFile;
-import dev.forkpoint.format.gguf.GgufTensor;
 import dev.forkpoint.model.Architecture;
-import dev.forkpoint.model.Architectures;
+import dev.forkpoint.model.ModelFiles;
 import dev.forkpoint.model.ModelConfig;
 import dev.forkpoint.kvcache.CacheNamespace;
 import dev.forkpoint.kvcache.CacheStats;
@@ -42,7 +40,7 @@ public final class LoadedModel implements AutoCloseable {
     /** Ollama's default context window; the default num_ctx unless the model's trained context is smaller. */
     public static final int OLLAMA_DEFAULT_NUM_CTX = 4096;
 
-    private final GgufFile file;
+    private final ModelFiles file;
     private final CpuBackend backend;
     private final Architecture architecture;
     private final Tokenizer tokenizer;
@@ -52,7 +50,7 @@ public final class LoadedModel implements AutoCloseable {
     private final String modelId;
     private Ops ops;
 
-    private LoadedModel(GgufFile file, CpuBackend backend, Architecture architecture, Tokenizer tokenizer,
+    private LoadedModel(ModelFiles file, CpuBackend backend, Architecture architecture, Tokenizer tokenizer,
                         EngineOptions options, PagePool pool, String modelId) {
         this.file = file;
         this.backend = backend;
@@ -65,25 +63,27 @@ public final class LoadedModel implements AutoCloseable {
         this.ops = backend.ops();
     }
 
-    /** Loads a GGUF file on the CPU backend with {@code threads} threads and the default {@link EngineOptions}. */
+    /** Loads a model (GGUF file or model folder) on the CPU backend with {@code threads} threads and the default {@link EngineOptions}. */
     public static LoadedModel load(Path gguf, int threads, LoadProgress progress) throws IOException {
         return load(gguf, threads, progress, EngineOptions.defaults());
     }
 
-    /** Loads a GGUF file on the CPU backend with {@code threads} threads; refuses unsupported architectures and tensor types. */
-    public static LoadedModel load(Path gguf, int threads, LoadProgress progress, EngineOptions options) throws IOException {
+    /**
+     * Loads a model on the CPU backend with {@code threads} threads: a GGUF file, a Hugging Face / mlx-community folder
+     * or an Ollama safetensors manifest ({@link ModelFiles#open}); refuses unsupported architectures and tensor types.
+     */
+    public static LoadedModel load(Path model, int threads, LoadProgress progress, EngineOptions options) throws IOException {
         if (threads < 1) throw new dev.forkpoint.InvalidInputException("threads must be at least 1, got " + threads);
         if (options == null) options = EngineOptions.defaults();
-        GgufFile file = GgufFile.open(gguf);
+        ModelFiles file = ModelFiles.open(model);
         CpuBackend backend = null;
         PagePool pool = null;
         try {
-            Architecture.Spec spec = Architectures.forFile(file);
-            Tokenizer tokenizer = Tokenizer.fromGguf(file);
+            Tokenizer tokenizer = file.tokenizer();
             backend = new CpuBackend(threads);
-            int total = file.tensors().size();
-            Architecture arch = spec.load(file, backend, done -> progress.update(done, total));
-            String modelId = modelId(file.path());
+            int total = file.tensors().count();
+            Architecture arch = file.load(backend, done -> progress.update(done, total));
+            String modelId = modelId(file.contentFiles());
             pool = newPool(arch.config(), options);
             progress.update(total, total);
             return new LoadedModel(file, backend, arch, tokenizer, options, pool, modelId);
@@ -107,35 +107,34 @@ public final class LoadedModel implements AutoCloseable {
         return new PagePool(layout, budget);
     }
 
-    /** The file's identity for the cache namespace: its real path, size and modification time (no hashing at load). */
-    private static String modelId(Path path) throws IOException {
-        Path real = path.toRealPath();
-        return real + "#" + Files.size(real) + "@" + Files.getLastModifiedTime(real).toMillis();
+    /** The model's identity for the cache namespace: its files' real paths, sizes and modification times (no hashing at load). */
+    private static String modelId(List<Path> files) throws IOException {
+        StringBuilder id = new StringBuilder();
+        for (Path path : files) {
+            Path real = path.toRealPath();
+            if (!id.isEmpty()) id.append('|');
+            id.append(real).append('#').append(Files.size(real)).append('@').append(Files.getLastModifiedTime(real).toMillis());
+        }
+        return id.toString();
     }
 
     public ModelConfig config() { return architecture.config(); }
 
     public Tokenizer tokenizer() { return tokenizer; }
 
-    /** The model's Jinja chat template ({@code tokenizer.chat_template}), or null when the file has none. */
-    public String chatTemplateSource() { return file.getString("tokenizer.chat_template", null); }
+    /** The model's Jinja chat template ({@code tokenizer.chat_template}, tokenizer_config.json's), or null when it has none. */
+    public String chatTemplateSource() { return file.chatTemplate(); }
 
-    /** The model file. */
+    /** The model file or folder. */
     public Path path() { return file.path(); }
 
     public int threads() { return backend.threads(); }
 
     public ModelInfo info() throws IOException {
         ModelConfig c = architecture.config();
-        long params = 0;
-        Map<String, Integer> types = new TreeMap<>();
-        for (GgufTensor t : file.tensors()) {
-            params += t.elementCount();
-            types.merge(t.type().name(), 1, Integer::sum);
-        }
-        return new ModelInfo(file.path().toString(), c.architecture(), file.getString("general.name", ""), params, types,
+        return new ModelInfo(file.path().toString(), c.architecture(), file.displayName(), file.parameterCount(), file.tensorTypes(),
                 c.contextLength(), c.dim(), c.layers(), c.heads(), c.kvHeads(), tokenizer.model(), tokenizer.vocabSize(),
-                file.getString("tokenizer.chat_template", null), sha256(file.path()));
+                file.chatTemplate(), sha256(file.contentFiles()));
     }
 
     /** The num_ctx a request with num_ctx 0 gets: Ollama's 4096, or the model's trained context when smaller. */
@@ -274,12 +273,17 @@ public final class LoadedModel implements AutoCloseable {
         }
     }
 
-    private static String sha256(Path path) throws IOException {
-        try (InputStream in = Files.newInputStream(path)) {
+    /** The SHA-256 of the files' bytes, one after another (for a GGUF model: of the file). */
+    private static String sha256(List<Path> files) throws IOException {
+        try {
             MessageDigest md = MessageDigest.getInstance("SHA-256");
             byte[] buf = new byte[1 << 20];
-            int n;
-            while ((n = in.read(buf)) > 0) md.update(buf, 0, n);
+            for (Path path : files) {
+                try (InputStream in = Files.newInputStream(path)) {
+                    int n;
+                    while ((n = in.read(buf)) > 0) md.update(buf, 0, n);
+                }
+            }
             return HexFormat.of().formatHex(md.digest());
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException(e);

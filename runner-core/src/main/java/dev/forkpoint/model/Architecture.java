@@ -5,7 +5,6 @@ import dev.forkpoint.backend.Backend;
 import dev.forkpoint.backend.Ops;
 import dev.forkpoint.backend.Segment;
 import dev.forkpoint.backend.Weight;
-import dev.forkpoint.format.gguf.GgufFile;
 
 import java.util.List;
 import java.util.function.IntConsumer;
@@ -25,10 +24,17 @@ public interface Architecture {
     /** The matrix that turns a hidden state into vocabulary logits. */
     Weight output();
 
-    /** How a named architecture is read from a GGUF file. */
+    /** A named architecture: how its graph is built over a model's tensors. */
     interface Spec {
+        /** The GGUF {@code general.architecture} name ("llama", "qwen2", "qwen3"), also Hugging Face's {@code model_type}. */
         String name();
 
-        Architecture load(GgufFile file, Backend backend, IntConsumer tensorLoaded);
+        /**
+         * Whether llama.cpp's GGUF files of this architecture rotate with the NeoX (half-split) RoPE layout; Hugging
+         * Face layouts always do (llama.cpp permutes Llama's q/k rows for the adjacent-pair layout).
+         */
+        boolean ggufNeoxRope();
+
+        Architecture load(ModelConfig config, ModelTensors tensors, Backend backend, IntConsumer tensorLoaded);
     }
 }

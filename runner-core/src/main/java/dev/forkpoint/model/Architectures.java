@@ -22,14 +22,17 @@ public final class Architectures {
      * architecture is known and every tensor has a type the kernels support.
      */
     public static Architecture.Spec forFile(GgufFile f) {
-        String arch = f.getString("general.architecture");
-        Architecture.Spec spec = ALL.stream().filter(s -> s.name().equals(arch)).findFirst().orElseThrow(() ->
-                new ModelFormatException(f.path(), "metadata general.architecture",
-                        "architecture '" + arch + "' is not supported; supported architectures: " + supportedNames()));
+        Architecture.Spec spec = named(f.getString("general.architecture"), f.path(), "metadata general.architecture");
         f.tensors().stream().filter(t -> !t.type().supported()).findFirst().ifPresent(t -> {
             throw new ModelFormatException(f.path(), "tensor " + t.name(),
                     "type " + t.type() + " is not supported; supported tensor types: " + GgmlType.supportedNames());
         });
         return spec;
+    }
+
+    /** The spec named {@code arch} (GGUF architecture or Hugging Face model_type); {@code field} names where it was read. */
+    static Architecture.Spec named(String arch, java.nio.file.Path file, String field) {
+        return ALL.stream().filter(s -> s.name().equals(arch)).findFirst().orElseThrow(() ->
+                new ModelFormatException(file, field, "architecture '" + arch + "' is not supported; supported architectures: " + supportedNames()));
     }
 }

@@ -1,7 +1,6 @@
 package dev.forkpoint.model;
 
 import dev.forkpoint.backend.Backend;
-import dev.forkpoint.format.gguf.GgufFile;
 
 import java.util.function.IntConsumer;
 
@@ -13,8 +12,9 @@ import java.util.function.IntConsumer;
 record Llama() implements Architecture.Spec {
     public String name() { return "llama"; }
 
-    public Architecture load(GgufFile f, Backend backend, IntConsumer tensorLoaded) {
-        ModelConfig config = ModelConfig.fromGguf(f, name(), false);
-        return new Transformer(config, ModelWeights.load(f, backend, config, new ModelWeights.Parts(false, false), tensorLoaded));
+    public boolean ggufNeoxRope() { return false; }
+
+    public Architecture load(ModelConfig config, ModelTensors tensors, Backend backend, IntConsumer tensorLoaded) {
+        return new Transformer(config, ModelWeights.load(tensors, backend, config, new ModelWeights.Parts(false, false), tensorLoaded));
     }
 }

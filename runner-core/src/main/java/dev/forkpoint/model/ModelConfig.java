@@ -42,6 +42,16 @@ public record ModelConfig(String architecture, int dim, int layers, int heads, i
                 new Rope(ropeDims, base, neoxRope, factors));
     }
 
+    /**
+     * The hyper-parameters of a Hugging Face {@code config.json}. Hugging Face layouts rotate half-split (NeoX) pairs
+     * for every architecture; {@code rope_scaling} becomes per-pair frequency divisors.
+     */
+    public static ModelConfig fromHf(dev.forkpoint.format.hf.HfConfig c, String arch) {
+        return new ModelConfig(arch, c.hiddenSize(), c.layers(), c.heads(), c.kvHeads(), c.headDim(), c.intermediateSize(),
+                c.vocabSize(), c.maxPositions(), (float) c.rmsEps(),
+                new Rope(c.headDim(), c.ropeTheta(), true, c.ropeFactors(c.headDim())));
+    }
+
     private static float[] ropeFactors(GgufFile f, GgufTensor t, int ropeDims) {
         if (t.type() != GgmlType.F32 || t.elementCount() != ropeDims / 2) {
             throw new ModelFormatException(f.path(), "tensor rope_freqs.weight", "expected F32 [" + ropeDims / 2 + "], found " + t.type() + " " + t.shapeString());

@@ -3,8 +3,6 @@ package dev.forkpoint.model;
 import dev.forkpoint.backend.Backend;
 import dev.forkpoint.backend.Weight;
 import dev.forkpoint.format.ModelFormatException;
-import dev.forkpoint.format.gguf.GgufFile;
-import dev.forkpoint.format.gguf.GgufTensor;
 
 import java.util.function.IntConsumer;
 
@@ -14,22 +12,23 @@ record ModelWeights(Weight tokenEmbedding, LayerWeights[] layers, Weight outputN
     /** What an architecture's blocks hold beyond the Llama core. */
     record Parts(boolean qkvBias, boolean qkNorm) {}
 
-    static ModelWeights load(GgufFile f, Backend b, ModelConfig c, Parts parts, IntConsumer tensorLoaded) {
+    static ModelWeights load(ModelTensors f, Backend b, ModelConfig c, Parts parts, IntConsumer tensorLoaded) {
         var loader = new Object() {
             int loaded;
 
             Weight get(String name, long... shape) {
-                GgufTensor t = f.tensor(name);
-                if (shape.length > 0 && !java.util.Arrays.equals(t.shape(), shape)) {
-                    throw new ModelFormatException(f.path(), "tensor " + name, "shape " + t.shapeString() + ", expected " + java.util.Arrays.toString(shape));
+                long[] actual = f.shape(name).orElseThrow(() -> new ModelFormatException(f.path(), "tensor " + name, "missing"));
+                if (shape.length > 0 && !java.util.Arrays.equals(actual, shape)) {
+                    throw new ModelFormatException(f.path(), "tensor " + name, "shape " + java.util.Arrays.toString(actual)
+                            + ", expected " + java.util.Arrays.toString(shape));
                 }
-                Weight w = b.weight(t);
+                Weight w = f.weight(name, b);
                 tensorLoaded.accept(++loaded);
                 return w;
             }
 
             Weight optional(String name, long... shape) {
-                return f.findTensor(name).isPresent() ? get(name, shape) : null;
+                return f.shape(name).isPresent() ? get(name, shape) : null;
             }
         };
         int qDim = c.heads() * c.headDim();
@@ -55,7 +54,7 @@ record ModelWeights(Weight tokenEmbedding, LayerWeights[] layers, Weight outputN
                     loader.get(p + "ffn_down.weight", c.ffnDim(), c.dim()));
         }
         Weight norm = loader.get("output_norm.weight", c.dim());
-        Weight output = f.findTensor("output.weight").isPresent() ? loader.get("output.weight", c.dim(), c.vocabSize()) : embd;
+        Weight output = f.shape("output.weight").isPresent() ? loader.get("output.weight", c.dim(), c.vocabSize()) : embd;
         return new ModelWeights(embd, layers, norm, output);
     }
 }

@@ -1,7 +1,6 @@
 package dev.forkpoint.model;
 
 import dev.forkpoint.backend.Backend;
-import dev.forkpoint.format.gguf.GgufFile;
 
 import java.util.function.IntConsumer;
 
@@ -12,8 +11,9 @@ import java.util.function.IntConsumer;
 record Qwen3() implements Architecture.Spec {
     public String name() { return "qwen3"; }
 
-    public Architecture load(GgufFile f, Backend backend, IntConsumer tensorLoaded) {
-        ModelConfig config = ModelConfig.fromGguf(f, name(), true);
-        return new Transformer(config, ModelWeights.load(f, backend, config, new ModelWeights.Parts(false, true), tensorLoaded));
+    public boolean ggufNeoxRope() { return true; }
+
+    public Architecture load(ModelConfig config, ModelTensors tensors, Backend backend, IntConsumer tensorLoaded) {
+        return new Transformer(config, ModelWeights.load(tensors, backend, config, new ModelWeights.Parts(false, true), tensorLoaded));
     }
 }

@@ -17,10 +17,17 @@ import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
 /**
- * Turns what a user gives as {@code --model} into a GGUF file: either a path to a file, or an Ollama model name looked
- * up in Ollama's store ({@code $OLLAMA_MODELS}, default {@code ~/.ollama/models}). In the store,
- * {@code manifests/<host>/<namespace>/<model>/<tag>} is a JSON manifest whose layer of media type
- * {@value #MODEL_MEDIA_TYPE} names the GGUF blob, stored as {@code blobs/sha256-<hex>}.
+ * Turns what a user gives as {@code --model} into something {@link dev.forkpoint.model.ModelFiles#open} opens:
+ * <ul>
+ *   <li>a path: a GGUF file, a Hugging Face / mlx-community folder (config.json + safetensors), or a Hugging Face
+ *       cache repository folder {@code models--ORG--NAME} (its {@code refs/main} snapshot, else its newest);</li>
+ *   <li>an Ollama model name looked up in Ollama's store ({@code $OLLAMA_MODELS}, default {@code ~/.ollama/models}):
+ *       {@code manifests/<host>/<namespace>/<model>/<tag>} is a JSON manifest; a GGUF model's layer of media type
+ *       {@value #MODEL_MEDIA_TYPE} names the blob ({@code blobs/sha256-<hex>}), which is returned; a safetensors
+ *       model (layers of {@value #TENSOR_MEDIA_TYPE}) resolves to the manifest itself;</li>
+ *   <li>otherwise a Hugging Face repository name {@code ORG/NAME} found in the Hugging Face cache
+ *       ({@code $HF_HUB_CACHE}, else {@code $HF_HOME/hub}, else {@code ~/.cache/huggingface/hub}).</li>
+ * </ul>
  *
  * <p>Every failure is an {@link InvalidInputException} that says what was looked for and where.
  */
@@ -32,17 +39,27 @@ public final class ModelResolver {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private final Path store;
+    private final Path huggingFaceCache;   // or null
 
     public ModelResolver(Path store) {
+        this(store, null);
+    }
+
+    public ModelResolver(Path store, Path huggingFaceCache) {
         this.store = store;
+        this.huggingFaceCache = huggingFaceCache;
     }
 
     /** The resolver for {@code $OLLAMA_MODELS}, or {@code <home>/.ollama/models} when that is unset. */
     public static ModelResolver fromEnvironment(Map<String, String> env) {
         String configured = env.get("OLLAMA_MODELS");
-        if (configured != null && !configured.isBlank()) return new ModelResolver(Path.of(configured));
         String home = env.getOrDefault("HOME", System.getProperty("user.home"));
-        return new ModelResolver(Path.of(home, ".ollama", "models"));
+        Path store = configured != null && !configured.isBlank() ? Path.of(configured) : Path.of(home, ".ollama", "models");
+        Path hf;
+        if (env.get("HF_HUB_CACHE") != null && !env.get("HF_HUB_CACHE").isBlank()) hf = Path.of(env.get("HF_HUB_CACHE"));
+        else if (env.get("HF_HOME") != null && !env.get("HF_HOME").isBlank()) hf = Path.of(env.get("HF_HOME"), "hub");
+        else hf = Path.of(home, ".cache", "huggingface", "hub");
+        return new ModelResolver(store, hf);
     }
 
     public Path store() { return store; }
@@ -54,8 +71,56 @@ public final class ModelResolver {
      */
     public Path resolve(String model) {
         if (model == null || model.isBlank()) throw new InvalidInputException("the model name is empty");
-        if (looksLikePath(model)) return existingFile(expandHome(model));
-        return resolveName(OllamaName.parse(model));
+        if (looksLikePath(model)) return existingModel(expandHome(model));
+        Optional<Path> cached = huggingFaceSnapshot(model);
+        OllamaName name;
+        try {
+            name = OllamaName.parse(model);
+        } catch (InvalidInputException e) {
+            if (cached.isPresent()) return cached.get();
+            throw e;
+        }
+        if (cached.isPresent() && findManifest(name).isEmpty()) return cached.get();
+        return resolveName(name);
+    }
+
+    /** The snapshot folder of Hugging Face repository {@code ORG/NAME} in the cache, when it is there. */
+    private Optional<Path> huggingFaceSnapshot(String repo) {
+        if (huggingFaceCache == null || !repo.matches("[A-Za-z0-9][\\w.-]*/[A-Za-z0-9][\\w.-]*")) return Optional.empty();
+        Path dir = huggingFaceCache.resolve("models--" + repo.replace("/", "--"));
+        return Files.isDirectory(dir) ? Optional.of(snapshotOf(dir)) : Optional.empty();
+    }
+
+    /**
+     * The snapshot of a Hugging Face cache repository folder: the revision {@code refs/main} names, else the most
+     * recently modified snapshot.
+     */
+    static Path snapshotOf(Path repoDir) {
+        Path snapshots = repoDir.resolve("snapshots");
+        try {
+            Path ref = repoDir.resolve("refs").resolve("main");
+            if (Files.isRegularFile(ref)) {
+                String rev = Files.readString(ref).trim();
+                Path snap = snapshots.resolve(rev);
+                if (rev.matches("[0-9a-f]{7,64}") && Files.isDirectory(snap)) return snap;
+            }
+            if (Files.isDirectory(snapshots)) {
+                try (Stream<Path> s = Files.list(snapshots)) {
+                    Optional<Path> newest = s.filter(Files::isDirectory).max(java.util.Comparator.comparing(p -> {
+                        try {
+                            return Files.getLastModifiedTime(p);
+                        } catch (IOException e) {
+                            return java.nio.file.attribute.FileTime.fromMillis(0);
+                        }
+                    }));
+                    if (newest.isPresent()) return newest.get();
+                }
+            }
+        } catch (IOException e) {
+            throw new InvalidInputException("cannot read the Hugging Face cache folder " + repoDir + ": " + e.getMessage(), e);
+        }
+        throw new InvalidInputException("the Hugging Face cache folder " + repoDir + " has no snapshot (snapshots/<revision>);"
+                + " download the model again");
     }
 
     /** The blob of the GGUF layer of {@code name}'s manifest. */
@@ -101,10 +166,7 @@ public final class ModelResolver {
             }
             return blob;
         }
-        if (tensors) {
-            throw new InvalidInputException(name + " is a safetensors (MLX engine) model; Forkpoint runs GGUF models only"
-                    + " for now: MLX/safetensors models are not supported yet");
-        }
+        if (tensors) return manifest;   // a safetensors (MLX engine) model: ModelFiles opens the manifest
         throw new InvalidInputException("the Ollama manifest " + manifest + " of " + name + " has no layer of type "
                 + MODEL_MEDIA_TYPE);
     }
@@ -169,7 +231,8 @@ public final class ModelResolver {
 
     private static boolean isFile(String model) {
         try {
-            return Files.isRegularFile(Path.of(model));
+            Path p = Path.of(model);
+            return Files.isRegularFile(p) || Files.isRegularFile(p.resolve("config.json"));
         } catch (InvalidPathException e) {
             return false;
         }
@@ -186,8 +249,15 @@ public final class ModelResolver {
         }
     }
 
-    private static Path existingFile(Path path) {
-        if (Files.isDirectory(path)) throw new InvalidInputException("model file " + path + " is a directory, not a .gguf file");
+    private static Path existingModel(Path path) {
+        if (Files.isDirectory(path)) {
+            if (Files.isRegularFile(path.resolve("config.json"))) return path;
+            if (path.getFileName() != null && path.getFileName().toString().startsWith("models--") && Files.isDirectory(path.resolve("snapshots"))) {
+                return snapshotOf(path);
+            }
+            throw new InvalidInputException("model folder " + path + " has no config.json: give a .gguf file, or a Hugging Face / MLX"
+                    + " model folder (config.json, *.safetensors, tokenizer.json)");
+        }
         if (!Files.exists(path)) throw new InvalidInputException("model file " + path + " does not exist");
         if (!Files.isReadable(path)) throw new InvalidInputException("model file " + path + " is not readable");
         return path;

@@ -71,7 +71,7 @@ class ModelResolverTest {
     }
 
     @Test
-    void safetensorsModelsAreRefusedClearly() throws IOException {
+    void safetensorsModelsResolveToTheirManifest() throws IOException {
         var s = store();
         String a = s.addBlob(new byte[] {1, 2});
         String b = s.addBlob(new byte[] {3});
@@ -80,8 +80,7 @@ class ModelResolverTest {
                  {"mediaType":"application/vnd.ollama.image.tensor","digest":"%s","size":2,"name":"model.embed.weight"},
                  {"mediaType":"application/vnd.ollama.image.tensor","digest":"%s","size":1,"name":"lm_head.weight"}]}
                 """.formatted(a, b));
-        String m = message(() -> resolver().resolve("qwen3.5:mlx"));
-        assertTrue(m.contains("qwen3.5:mlx") && m.contains("safetensors") && m.contains("not supported yet"), m);
+        assertEquals(tmp.resolve("models/manifests/registry.ollama.ai/library/qwen3.5/mlx"), resolver().resolve("qwen3.5:mlx"));
     }
 
     @Test
@@ -117,7 +116,7 @@ class ModelResolverTest {
         assertEquals(file, resolver().resolve(file.toString()));
         assertTrue(message(() -> resolver().resolve("/nonexistent.gguf")).contains("/nonexistent.gguf"));
         assertTrue(message(() -> resolver().resolve("relative/missing.gguf")).contains("relative/missing.gguf does not exist"));
-        assertTrue(message(() -> resolver().resolve(tmp.toString())).contains("directory"));
+        assertTrue(message(() -> resolver().resolve(tmp.toString())).contains("has no config.json"));
     }
 
     @Test
@@ -141,5 +140,23 @@ class ModelResolverTest {
         for (String n : List.of("qwen3:0.6b", "user/model:q4", "example.com:8080/ns/m:t")) {
             assertEquals(n, OllamaName.parse(n).displayName());
         }
+    }
+
+    @Test
+    void huggingFaceCacheSnapshotsResolveByRepositoryAndFolder() throws IOException {
+        Path hub = tmp.resolve("hub");
+        Path repo = hub.resolve("models--mlx-community--Tiny-4bit");
+        Path old = Files.createDirectories(repo.resolve("snapshots/1111111"));
+        Path main = Files.createDirectories(repo.resolve("snapshots/abcdef0"));
+        Files.writeString(old.resolve("config.json"), "{}");
+        Files.writeString(main.resolve("config.json"), "{}");
+        Files.createDirectories(repo.resolve("refs"));
+        Files.writeString(repo.resolve("refs/main"), "abcdef0\n");
+        var r = new ModelResolver(tmp.resolve("models"), hub);
+        assertEquals(main, r.resolve("mlx-community/Tiny-4bit"));
+        assertEquals(main, r.resolve(repo.toString()));
+        assertEquals(old, r.resolve(old.toString()));
+        String missing = message(() -> r.resolve("mlx-community/Other"));
+        assertTrue(missing.contains("mlx-community/Other"), missing);
     }
 }

@@ -1,0 +1,19 @@
+package dev.forkpoint.model;
+
+import dev.forkpoint.backend.Backend;
+import dev.forkpoint.backend.Weight;
+import dev.forkpoint.format.gguf.GgufFile;
+
+import java.nio.file.Path;
+import java.util.Optional;
+
+/** The tensors of a GGUF file, under their own names. */
+record GgufTensors(GgufFile file) implements ModelTensors {
+    public Path path() { return file.path(); }
+
+    public Optional<long[]> shape(String name) { return file.findTensor(name).map(t -> t.shape()); }
+
+    public Weight weight(String name, Backend backend) { return backend.weight(file.tensor(name)); }
+
+    public int count() { return file.tensors().size(); }
+}

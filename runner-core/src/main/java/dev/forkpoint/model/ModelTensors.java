@@ -1,0 +1,26 @@
+package dev.forkpoint.model;
+
+import dev.forkpoint.backend.Backend;
+import dev.forkpoint.backend.Weight;
+
+import java.nio.file.Path;
+import java.util.Optional;
+
+/**
+ * A model's tensors by their llama.cpp GGUF names ({@code blk.0.attn_q.weight}), whatever the format holds them:
+ * a GGUF file, or a Hugging Face / MLX folder whose names and quantisation are translated. Shapes are in GGML order
+ * (elements per row first).
+ */
+public interface ModelTensors {
+    /** What the tensors come from, for error messages. */
+    Path path();
+
+    /** The shape of the tensor named {@code name} (GGML order), or empty when the model has none by that name. */
+    Optional<long[]> shape(String name);
+
+    /** Prepares the tensor on the backend; throws {@link dev.forkpoint.format.ModelFormatException} when it is missing. */
+    Weight weight(String name, Backend backend);
+
+    /** How many tensors the model holds (for progress). */
+    int count();
+}
