@@ -3,6 +3,9 @@ package dev.forkpoint.bench.jmh;
 import dev.forkpoint.backend.cpu.PackedMatrix;
 import dev.forkpoint.backend.cpu.WorkerPool;
 import dev.forkpoint.format.gguf.GgufTensor;
+import dev.forkpoint.tensor.AffineCodec;
+import dev.forkpoint.tensor.AffineFormat;
+import dev.forkpoint.tensor.AffineTensor;
 import dev.forkpoint.tensor.GgmlType;
 import dev.forkpoint.tensor.Quantization;
 import org.openjdk.jmh.annotations.*;
@@ -16,7 +19,9 @@ import java.util.concurrent.TimeUnit;
  * The CPU matrix kernels on Llama-3.2-1B-sized matrices: decode (tokens = 1, a matrix–vector product; read the score
  * as weight bandwidth, GB/s = matrix bytes printed at setup / time) and prefill (tokens = 512; GFLOP/s =
  * 2·rows·cols·tokens / time). Weights are seeded Gaussian values quantised with {@link Quantization}, held off-heap
- * like a mapped GGUF file.
+ * like a mapped GGUF file. {@code MLX<bits>_G<group>} (e.g. MLX4_G64, MLX8_G64, MLX3_G32) is an MLX affine-quantised
+ * matrix with BF16 scales and biases (as mlx-community models of BF16 originals store them), quantised with
+ * {@link AffineCodec}.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
@@ -25,7 +30,7 @@ import java.util.concurrent.TimeUnit;
 @Measurement(iterations = 5, time = 2)
 @Fork(value = 1, jvmArgsAppend = {"--add-modules", "jdk.incubator.vector", "-Djdk.incubator.vector.VECTOR_ACCESS_OOB_CHECK=0"})
 public class MatmulBench {
-    @Param({"Q8_0", "Q4_0", "Q4_K", "Q6_K", "F16", "BF16", "F32"})
+    @Param({"Q8_0", "Q4_0", "Q4_K", "Q6_K", "F16", "BF16", "F32", "MLX4_G64", "MLX8_G64"})
     public String type;
 
     /** rows × cols: 2048×8192 is ffn_down, 8192×2048 ffn_gate/ffn_up of Llama-3.2-1B. */
@@ -46,10 +51,17 @@ public class MatmulBench {
 
     @Setup
     public void setUp() {
-        GgmlType t = GgmlType.parse(type);
         String[] dims = shape.split("x");
         int rows = Integer.parseInt(dims[0]), cols = Integer.parseInt(dims[1]);
         arena = Arena.ofShared();
+        pool = new WorkerPool(threads);
+        x = new float[tokens * cols];
+        out = new float[tokens * rows];
+        if (type.startsWith("MLX")) {
+            setUpAffine(rows, cols);
+            return;
+        }
+        GgmlType t = GgmlType.parse(type);
         MemorySegment seg = arena.allocate(t.bytesFor((long) rows * cols), 64);
         Random rnd = new Random(1);
         float[] row = new float[cols];
@@ -58,11 +70,21 @@ public class MatmulBench {
             Quantization.quantize(t, row, 0, cols, seg, t.bytesFor((long) r * cols));
         }
         matrix = PackedMatrix.of(new GgufTensor("bench.weight", t, new long[] {cols, rows}, 0, seg));
-        x = new float[tokens * cols];
         for (int i = 0; i < x.length; i++) x[i] = (float) rnd.nextGaussian();
-        out = new float[tokens * rows];
-        pool = new WorkerPool(threads);
         System.out.printf("%n[%s %s] matrix bytes: %d, flops per call: %d%n", type, shape, seg.byteSize(), 2L * rows * cols * tokens);
+    }
+
+    private void setUpAffine(int rows, int cols) {
+        String[] p = type.substring(3).split("_G");
+        AffineFormat f = new AffineFormat(Integer.parseInt(p[0]), Integer.parseInt(p[1]));
+        Random rnd = new Random(1);
+        float[] w = new float[rows * cols];
+        for (int i = 0; i < w.length; i++) w[i] = (float) (rnd.nextGaussian() * 0.02);
+        AffineTensor t = AffineCodec.quantize(w, rows, cols, f, GgmlType.BF16).toTensor("bench.weight", GgmlType.BF16, arena);
+        matrix = PackedMatrix.of(t);
+        for (int i = 0; i < x.length; i++) x[i] = (float) rnd.nextGaussian();
+        long bytes = t.packed().byteSize() + t.scales().byteSize() + t.biases().byteSize();
+        System.out.printf("%n[%s %s] matrix bytes: %d, flops per call: %d%n", type, shape, bytes, 2L * rows * cols * tokens);
     }
 
     @TearDown

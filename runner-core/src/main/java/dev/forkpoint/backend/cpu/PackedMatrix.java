@@ -2,6 +2,7 @@ package dev.forkpoint.backend.cpu;
 
 import dev.forkpoint.InvalidInputException;
 import dev.forkpoint.format.gguf.GgufTensor;
+import dev.forkpoint.tensor.AffineTensor;
 import dev.forkpoint.tensor.GgmlType;
 
 /**
@@ -9,7 +10,8 @@ import dev.forkpoint.tensor.GgmlType;
  * a copy): each row is {@code cols} elements stored contiguously in the matrix's type.
  */
 public interface PackedMatrix {
-    GgmlType type();
+    /** The stored type's name: a GGML type ("Q4_0", "F16") or an affine format ("affine 4-bit g64"). */
+    String typeName();
     int rows();
     int cols();
 
@@ -21,6 +23,11 @@ public interface PackedMatrix {
 
     /** Writes the {@code cols} values of row {@code row} as floats to dst[dstOff …]. */
     void dequantizeRow(int row, float[] dst, int dstOff);
+
+    /** The matrix view of an MLX affine-quantised tensor, read in place (its sizes were checked when it was made). */
+    static PackedMatrix of(AffineTensor t) {
+        return new AffineMatrix(t);
+    }
 
     /**
      * The matrix view of a GGUF tensor: shape[0] is cols, the product of the other dimensions rows. The matrix reads
