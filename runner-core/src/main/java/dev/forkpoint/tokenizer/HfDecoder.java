@@ -133,14 +133,16 @@ sealed interface HfDecoder {
         public String perToken(String token) { return token; }
     }
 
-    /** SentencePiece's space mark back to spaces; the first piece loses its leading space unless never prepended. */
+    /**
+     * SentencePiece's space mark back to spaces; unless the prepend scheme is "never", the first piece loses all
+     * its marks (as the Hugging Face library does, not only a leading one).
+     */
     record Metaspace(char replacement, boolean stripFirst) implements HfDecoder {
         public List<String> decode(List<String> tokens) {
             List<String> out = new ArrayList<>(tokens.size());
             for (int i = 0; i < tokens.size(); i++) {
-                String t = perToken(tokens.get(i));
-                if (i == 0 && stripFirst && t.startsWith(" ")) t = t.substring(1);
-                out.add(t);
+                String t = tokens.get(i);
+                out.add(i == 0 && stripFirst ? t.replace(String.valueOf(replacement), "") : perToken(t));
             }
             return out;
         }
