@@ -1,5 +1,6 @@
 package dev.forkpoint.cli;
 
+import dev.forkpoint.InvalidInputException;
 import dev.forkpoint.format.gguf.GgufFile;
 import dev.forkpoint.tokenizer.Tokenizer;
 import picocli.CommandLine.Command;
@@ -9,13 +10,17 @@ import picocli.CommandLine.ParentCommand;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.concurrent.Callable;
 import java.util.stream.Collectors;
 
 /**
  * {@code forkpoint tokenize}: the token ids of a text with the model's vocabulary, space-separated on one line, or
- * with {@code --pieces} one {@code id<TAB>piece} line per token. Reads only the vocabulary, not the weights.
+ * with {@code --pieces} one {@code id<TAB>piece} line per token. Reads only the vocabulary, not the weights: from the
+ * model's GGUF file, or with {@code --tokenizer} from Hugging Face tokenizer files alone (tokenizer.json, a tiktoken
+ * tokenizer.model, or a model folder).
  */
 @Command(name = "tokenize", mixinStandardHelpOptions = true, description = "Print the token ids of a text.")
 final class TokenizeCommand implements Callable<Integer> {
@@ -24,6 +29,11 @@ final class TokenizeCommand implements Callable<Integer> {
 
     @Mixin
     ModelOption model;
+
+    @Option(names = "--tokenizer", paramLabel = "PATH",
+            description = "Hugging Face tokenizer files instead of a model: a tokenizer.json, a tiktoken tokenizer.model,"
+                    + " or a folder with tokenizer.json, vocab.json + merges.txt or tokenizer.model (and its configs).")
+    Path tokenizerPath;
 
     @Option(names = "--text", required = true, paramLabel = "TEXT", description = "The text; '-' reads it from stdin.")
     String text;
@@ -41,18 +51,29 @@ final class TokenizeCommand implements Callable<Integer> {
     public Integer call() throws IOException {
         CliEnvironment env = main.environment();
         String input = text.equals("-") ? new String(env.in().readAllBytes(), StandardCharsets.UTF_8) : text;
-        try (GgufFile file = GgufFile.open(model.resolve(env))) {
-            Tokenizer tokenizer = Tokenizer.fromGguf(file);
-            int[] ids = tokenizer.encode(input, !noSpecial, !noParseSpecial);
-            var out = env.out();
-            if (pieces) {
-                for (int id : ids) out.println(id + "\t" + escape(tokenizer.piece(id)));
-            } else {
-                out.println(Arrays.stream(ids).mapToObj(Integer::toString).collect(Collectors.joining(" ")));
+        if (tokenizerPath != null) {
+            if (model.model != null) throw new InvalidInputException("give either --model or --tokenizer, not both");
+            if (!Files.exists(tokenizerPath)) {
+                throw new InvalidInputException("--tokenizer " + tokenizerPath + ": does not exist");
             }
-            out.flush();
+            print(env, Tokenizer.fromPath(tokenizerPath), input);
+            return ExitCodes.OK;
+        }
+        try (GgufFile file = GgufFile.open(model.resolve(env))) {
+            print(env, Tokenizer.fromGguf(file), input);
         }
         return ExitCodes.OK;
+    }
+
+    private void print(CliEnvironment env, Tokenizer tokenizer, String input) {
+        int[] ids = tokenizer.encode(input, !noSpecial, !noParseSpecial);
+        var out = env.out();
+        if (pieces) {
+            for (int id : ids) out.println(id + "\t" + escape(tokenizer.piece(id)));
+        } else {
+            out.println(Arrays.stream(ids).mapToObj(Integer::toString).collect(Collectors.joining(" ")));
+        }
+        out.flush();
     }
 
     /** Control characters as escapes, so that every piece stays on its line. */

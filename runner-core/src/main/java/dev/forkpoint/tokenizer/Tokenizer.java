@@ -3,8 +3,8 @@ package dev.forkpoint.tokenizer;
 import dev.forkpoint.format.gguf.GgufFile;
 
 /**
- * Text ↔ token ids for one vocabulary. Built from GGUF metadata ({@code tokenizer.ggml.*}); encodes as llama.cpp
- * does for the same file. Immutable and safe to share between threads (a {@link StreamingDecoder} is not).
+ * Text ↔ token ids for one vocabulary. Built from GGUF metadata ({@code tokenizer.ggml.*}), encoding as llama.cpp
+ * does for the same file, or from Hugging Face tokenizer files, encoding as the Hugging Face library does. Immutable and safe to share between threads (a {@link StreamingDecoder} is not).
  */
 public interface Tokenizer {
     /**
@@ -15,6 +15,19 @@ public interface Tokenizer {
      */
     static Tokenizer fromGguf(GgufFile file) {
         return TokenizerLoader.load(file);
+    }
+
+    /**
+     * Builds a tokenizer from Hugging Face files, encoding as the Hugging Face {@code tokenizers} library does:
+     * a {@code tokenizer.json} (BPE model: byte-level or SentencePiece-style), a tiktoken {@code tokenizer.model}
+     * (Llama 3), or a model folder with one of those or {@code vocab.json} + {@code merges.txt} (Qwen2, GPT-2).
+     * In a folder, {@code tokenizer_config.json} ({@code add_bos_token}, {@code add_eos_token}, {@code bos_token},
+     * {@code eos_token}, {@code added_tokens_decoder}) and {@code generation_config.json} ({@code eos_token_id})
+     * override what the tokenizer file implies. Throws {@link dev.forkpoint.format.ModelFormatException} naming
+     * the file and field for anything missing, malformed or unsupported (such as a SentencePiece protobuf model).
+     */
+    static Tokenizer fromPath(java.nio.file.Path fileOrFolder) {
+        return TokenizerFiles.load(fileOrFolder);
     }
 
     /** "llama" (SentencePiece BPE) or "gpt2" (byte-level BPE), as in {@code tokenizer.ggml.model}. */

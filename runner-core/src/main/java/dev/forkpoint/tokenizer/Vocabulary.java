@@ -20,7 +20,7 @@ final class Vocabulary {
     static final String PREFIX = "tokenizer.ggml.";
 
     /** Token texts llama.cpp treats as ending generation wherever they appear as special tokens. */
-    private static final Set<String> END_OF_GENERATION_TEXTS = Set.of(
+    static final Set<String> END_OF_GENERATION_TEXTS = Set.of(
             "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<end_of_turn>", "<|endoftext|>",
             "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>");
 
