@@ -2,6 +2,7 @@ package dev.forkpoint.backend;
 
 import dev.forkpoint.format.gguf.GgufTensor;
 import dev.forkpoint.kvcache.SequenceKv;
+import dev.forkpoint.tensor.AffineTensor;
 
 /** A compute backend: it holds weights, creates KV stores over kv-cache sequences and implements the ops. */
 public interface Backend extends AutoCloseable {
@@ -10,6 +11,12 @@ public interface Backend extends AutoCloseable {
 
     /** Prepares a GGUF tensor as a weight. Refuses types it cannot compute with, naming the tensor and listing the supported types. */
     Weight weight(GgufTensor tensor);
+
+    /**
+     * Prepares an MLX affine-quantised matrix (codes, scales and biases as an mlx-community model stores them) as a
+     * weight, read in place. Refuses formats it cannot compute with, naming the tensor.
+     */
+    Weight weight(AffineTensor tensor);
 
     /** A view of one kv-cache sequence (its pool's layout gives layers, kvDim and element type) for this backend's attention. */
     KvStore newKvStore(SequenceKv sequence);

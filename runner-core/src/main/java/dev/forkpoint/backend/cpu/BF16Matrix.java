@@ -1,6 +1,5 @@
 package dev.forkpoint.backend.cpu;
 
-import dev.forkpoint.tensor.GgmlType;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.ShortVector;
@@ -30,7 +29,7 @@ final class BF16Matrix implements PackedMatrix {
         this.cols = cols;
     }
 
-    public GgmlType type() { return GgmlType.BF16; }
+    public String typeName() { return "BF16"; }
     public int rows() { return rows; }
     public int cols() { return cols; }
 

@@ -6,6 +6,7 @@ import dev.forkpoint.backend.Ops;
 import dev.forkpoint.backend.Weight;
 import dev.forkpoint.format.gguf.GgufTensor;
 import dev.forkpoint.kvcache.SequenceKv;
+import dev.forkpoint.tensor.AffineTensor;
 import dev.forkpoint.tensor.GgmlType;
 import dev.forkpoint.tensor.Quantization;
 
@@ -29,10 +30,15 @@ public final class CpuBackend implements Backend {
 
     public Weight weight(GgufTensor t) {
         if (t.shape().length == 1) {
-            return new CpuWeight(t.name(), t.type(), 1, t.rowLength(), null, vectorValues(t));
+            return new CpuWeight(t.name(), t.type().name(), 1, t.rowLength(), null, vectorValues(t));
         }
         PackedMatrix m = PackedMatrix.of(t);
-        return new CpuWeight(t.name(), t.type(), m.rows(), m.cols(), m, null);
+        return new CpuWeight(t.name(), t.type().name(), m.rows(), m.cols(), m, null);
+    }
+
+    public Weight weight(AffineTensor t) {
+        AffineMatrix m = new AffineMatrix(t);
+        return new CpuWeight(t.name(), m.typeName(), m.rows(), m.cols(), m, null);
     }
 
     private static float[] vectorValues(GgufTensor t) {

@@ -1,6 +1,5 @@
 package dev.forkpoint.backend.cpu;
 
-import dev.forkpoint.tensor.GgmlType;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.ShortVector;
@@ -32,7 +31,7 @@ final class F16Matrix implements PackedMatrix {
         this.cols = cols;
     }
 
-    public GgmlType type() { return GgmlType.F16; }
+    public String typeName() { return "F16"; }
     public int rows() { return rows; }
     public int cols() { return cols; }
 

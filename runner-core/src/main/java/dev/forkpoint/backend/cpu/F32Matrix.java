@@ -1,6 +1,5 @@
 package dev.forkpoint.backend.cpu;
 
-import dev.forkpoint.tensor.GgmlType;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
@@ -26,7 +25,7 @@ final class F32Matrix implements PackedMatrix {
         this.cols = cols;
     }
 
-    public GgmlType type() { return GgmlType.F32; }
+    public String typeName() { return "F32"; }
     public int rows() { return rows; }
     public int cols() { return cols; }
 

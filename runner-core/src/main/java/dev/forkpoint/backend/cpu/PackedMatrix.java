@@ -9,7 +9,8 @@ import dev.forkpoint.tensor.GgmlType;
  * a copy): each row is {@code cols} elements stored contiguously in the matrix's type.
  */
 public interface PackedMatrix {
-    GgmlType type();
+    /** The stored type's name: a GGML type ("Q4_0", "F16") or an affine format ("affine 4-bit g64"). */
+    String typeName();
     int rows();
     int cols();
 

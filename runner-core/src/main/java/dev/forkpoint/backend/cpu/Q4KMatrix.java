@@ -1,6 +1,5 @@
 package dev.forkpoint.backend.cpu;
 
-import dev.forkpoint.tensor.GgmlType;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.ShortVector;
@@ -39,7 +38,7 @@ final class Q4KMatrix implements PackedMatrix {
         this.blocks = cols / 256;
     }
 
-    public GgmlType type() { return GgmlType.Q4_K; }
+    public String typeName() { return "Q4_K"; }
     public int rows() { return rows; }
     public int cols() { return cols; }
 

@@ -1,6 +1,5 @@
 package dev.forkpoint.backend.cpu;
 
-import dev.forkpoint.tensor.GgmlType;
 import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.ShortVector;
@@ -40,7 +39,7 @@ final class Q8_0Matrix implements PackedMatrix {
         this.blocks = cols / 32;
     }
 
-    public GgmlType type() { return GgmlType.Q8_0; }
+    public String typeName() { return "Q8_0"; }
     public int rows() { return rows; }
     public int cols() { return cols; }
 

@@ -5,7 +5,6 @@ import dev.forkpoint.kvcache.KvElementType;
 import dev.forkpoint.kvcache.KvLayout;
 import dev.forkpoint.kvcache.PagePool;
 import dev.forkpoint.kvcache.SequenceKv;
-import dev.forkpoint.tensor.GgmlType;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 
@@ -29,7 +28,7 @@ class CpuOpsTest {
     }
 
     static CpuWeight vector(float[] v) {
-        return new CpuWeight("gamma", GgmlType.F32, 1, v.length, null, v);
+        return new CpuWeight("gamma", "F32", 1, v.length, null, v);
     }
 
     @Test

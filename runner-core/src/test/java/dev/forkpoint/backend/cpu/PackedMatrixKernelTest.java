@@ -86,7 +86,7 @@ class PackedMatrixKernelTest {
 
     private static void check(GgmlType type, int cols, int n, WorkerPool pool) {
         PackedMatrix m = matrix(type, ROWS, cols, 1000 + type.ordinal() * 31L + cols);
-        assertEquals(type, m.type());
+        assertEquals(type.name(), m.typeName());
         assertEquals(ROWS, m.rows());
         assertEquals(cols, m.cols());
         Random rnd = new Random(7 + n);

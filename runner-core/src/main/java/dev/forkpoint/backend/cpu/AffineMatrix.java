@@ -1,0 +1,330 @@
+package dev.forkpoint.backend.cpu;
+
+import dev.forkpoint.tensor.AffineCodec;
+import dev.forkpoint.tensor.AffineFormat;
+import dev.forkpoint.tensor.AffineTensor;
+import jdk.incubator.vector.ByteVector;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.ShortVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+import static dev.forkpoint.backend.cpu.KernelSupport.I16;
+import static dev.forkpoint.backend.cpu.KernelSupport.I64;
+import static dev.forkpoint.backend.cpu.KernelSupport.LE;
+
+/**
+ * An MLX affine-quantised matrix ({@link AffineTensor}) read in place: codes, scales and biases stay where the
+ * tensor holds them (the mapped file); nothing is dequantised into a copy.
+ * <p><b>Decode</b> (n ≤ {@link KernelSupport#DECODE_MAX_ROWS}) quantises the activations to Q8_0 blocks of 32
+ * (d_k = f16(amax/127), q_x = rint(x·127/amax), as for Q4_0 and Q8_0 weights) and computes per row
+ * <pre>Σ_k s_g(k) · d_k · Σ_{j∈k} q_j·q_x,j  +  Σ_g b_g · X_g,   X_g = Σ_{k∈g} d_k · Σ_{j∈k} q_x,j</pre>
+ * where the group sums X_g are computed once per token and the integer dot products are exact in 16-bit lanes:
+ * <ul>
+ * <li>4 bits: each byte holds elements 2i (low nibble) and 2i+1 (high nibble); the activation quants are stored
+ * de-interleaved per 2L elements (evens, then odds) so that one byte load feeds two multiplies; a block's
+ * 32 products fold into L lanes, |Σ| ≤ 32/L · 15 · 127 ≤ 15240.</li>
+ * <li>8 bits: the codes are used as q − 128 (a byte's sign bit flipped, then sign-extended) and the bias as
+ * b + 128·s; pairs of products fold into L lanes, |Σ| ≤ 2 · 128 · 127.</li>
+ * <li>2, 3, 5, 6 bits: a row's codes are unpacked into a short scratch once per row (shared by all tokens of the
+ * call) and multiplied like 8 bits without the offset (pairs, |Σ| ≤ 2 · 63 · 127).</li>
+ * </ul>
+ * Every token's dot products run the same code in the same order whatever the batch (row-outer, token-inner), so a
+ * batch of decode rows gives bit-identical results to one row at a time. As in {@link Q4_0Matrix}, the per-lane work
+ * is written out in place (no helpers taking or returning vectors: at 128 bits C2 stops inlining them and boxes).
+ * <p><b>Prefill</b> goes through {@link FloatGemm} on the float activations, dequantising four rows at a time with
+ * {@link AffineCodec#dequantizeRow}.
+ */
+final class AffineMatrix implements PackedMatrix {
+    private static final VectorSpecies<Short> S = KernelSupport.S;
+    private static final VectorSpecies<Byte> B = KernelSupport.B;
+    private static final int BL = KernelSupport.BL;
+    private static final int BYTE_PARTS = KernelSupport.BYTE_PARTS;
+    private static final VectorSpecies<Float> F = KernelSupport.F;
+    private static final int L = KernelSupport.L;
+    private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(LE);
+
+    private final AffineTensor tensor;
+    private final MemorySegment packed;
+    private final MemorySegment scales;
+    private final MemorySegment biases;
+    private final int rows;
+    private final int cols;
+    private final int bits;
+    private final int blocks;      // 32-element blocks per row
+    private final int groups;      // groups per row
+    private final int groupShift;  // log2(group size / 32): block → group
+    private final long rowBytes;
+    private final int scaleKind;   // 0 F32, 1 F16, 2 BF16
+
+    AffineMatrix(AffineTensor t) {
+        AffineFormat f = t.format();
+        this.tensor = t;
+        this.packed = t.packed();
+        this.scales = t.scales();
+        this.biases = t.biases();
+        this.rows = t.rows();
+        this.cols = t.cols();
+        this.bits = f.bits();
+        this.blocks = cols / 32;
+        this.groups = t.groupsPerRow();
+        this.groupShift = Integer.numberOfTrailingZeros(f.groupSize() / 32);
+        this.rowBytes = f.packedBytesPerRow(cols);
+        this.scaleKind = switch (t.scaleType()) {
+            case F16 -> 1;
+            case BF16 -> 2;
+            default -> 0;
+        };
+    }
+
+    public String typeName() { return tensor.format().typeName(); }
+    public int rows() { return rows; }
+    public int cols() { return cols; }
+
+    public void multiply(float[] x, int n, float[] out, WorkerPool pool) {
+        KernelSupport.checkMultiply(this, x, n, out);
+        if (KernelSupport.gemm(n)) {
+            FloatGemm.multiply(this, x, n, out, pool);
+            return;
+        }
+        Q8Activations a = Q8Activations.q8_0(x, n, cols, false);
+        float[] d = a.d();
+        float[] xs = groupSums(a.q(), d, n);
+        short[] q = bits == 4 ? deinterleave(a.q()) : a.q();
+        pool.runRanges(rows, KernelSupport.parts(pool), 8, (from, to) -> {
+            if (bits == 4) {
+                for (int r = from; r < to; r++) {
+                    for (int t = 0; t < n; t++) out[t * rows + r] = dot4(r, q, d, t) + biasTerm(r, xs, t);
+                }
+            } else if (bits == 8) {
+                for (int r = from; r < to; r++) {
+                    for (int t = 0; t < n; t++) out[t * rows + r] = dot8(r, q, d, t) + biasTerm(r, xs, t);
+                }
+            } else {
+                short[] codes = new short[cols];
+                for (int r = from; r < to; r++) {
+                    unpackRow(r, codes);
+                    for (int t = 0; t < n; t++) out[t * rows + r] = dotCodes(r, codes, q, d, t) + biasTerm(r, xs, t);
+                }
+            }
+        });
+    }
+
+    /** X_g per token and group: Σ over the group's blocks of d_k · Σ q_x (the block sums are exact integers). */
+    private float[] groupSums(short[] q, float[] d, int n) {
+        float[] xs = new float[n * groups];
+        int perGroup = 1 << groupShift;
+        for (int t = 0; t < n; t++) {
+            for (int g = 0; g < groups; g++) {
+                float s = 0;
+                for (int k = 0; k < perGroup; k++) {
+                    int b = t * blocks + g * perGroup + k, sum = 0;
+                    for (int j = b * 32; j < b * 32 + 32; j++) sum += q[j];
+                    s += d[b] * sum;
+                }
+                xs[t * groups + g] = s;
+            }
+        }
+        return xs;
+    }
+
+    /** The 4-bit kernel's activation order: per 2L quants, the L even-indexed ones, then the L odd-indexed ones. */
+    private static short[] deinterleave(short[] q) {
+        short[] p = new short[q.length];
+        for (int c = 0; c < q.length; c += 2 * L) {
+            for (int i = 0; i < L; i++) {
+                p[c + i] = q[c + 2 * i];
+                p[c + L + i] = q[c + 2 * i + 1];
+            }
+        }
+        return p;
+    }
+
+    /** Σ_g b'_g · X_g for row r and token t, with b' = b (+ 128·s for 8 bits, whose codes the kernel offsets). */
+    private float biasTerm(int r, float[] xs, int t) {
+        long g0 = (long) r * groups;
+        int x0 = t * groups;
+        float s = 0;
+        if (bits == 8) {
+            for (int g = 0; g < groups; g++) s += (bias(g0 + g) + 128f * scale(g0 + g)) * xs[x0 + g];
+        } else {
+            for (int g = 0; g < groups; g++) s += bias(g0 + g) * xs[x0 + g];
+        }
+        return s;
+    }
+
+    private float scale(long i) {
+        return switch (scaleKind) {
+            case 1 -> KernelSupport.HALF_TO_FLOAT[scales.get(I16, 2 * i) & 0xffff];
+            case 2 -> Float.intBitsToFloat(scales.get(I16, 2 * i) << 16);
+            default -> scales.get(F32, 4 * i);
+        };
+    }
+
+    private float bias(long i) {
+        return switch (scaleKind) {
+            case 1 -> KernelSupport.HALF_TO_FLOAT[biases.get(I16, 2 * i) & 0xffff];
+            case 2 -> Float.intBitsToFloat(biases.get(I16, 2 * i) << 16);
+            default -> biases.get(F32, 4 * i);
+        };
+    }
+
+    /**
+     * 4 bits: Σ_k s · d_k · Σ q·q_x over the row's 32-element blocks (16 bytes each). Per block, 16/L byte loads,
+     * each giving L low nibbles (elements 2j …, even) and L high nibbles (odd), multiplied with the de-interleaved
+     * activation quants and folded into one short vector, converted once and added by an FMA; even and odd blocks go
+     * to two accumulators.
+     */
+    private float dot4(int r, short[] q, float[] d, int t) {
+        MemorySegment w = packed;
+        long base = r * rowBytes;
+        long g0 = (long) r * groups;
+        int b0 = t * blocks;
+        FloatVector acc0 = FloatVector.zero(F), acc1 = acc0;
+        int b = 0;
+        for (; b + 1 < blocks; b += 2) {
+            long o = base + (long) b * 16;
+            int bi = b0 + b;
+            ShortVector p = ShortVector.zero(S);
+            for (int j = 0; j < 16; j += L) {
+                ShortVector v = (ShortVector) ByteVector.fromMemorySegment(B, w, o + (j & -BL), LE)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2S, S, (j / L) & (BYTE_PARTS - 1));
+                int qi = bi * 32 + 2 * j;
+                p = p.add(v.and((short) 0xf).mul(ShortVector.fromArray(S, q, qi)))
+                        .add(v.lanewise(VectorOperators.LSHR, 4).mul(ShortVector.fromArray(S, q, qi + L)));
+            }
+            acc0 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0))
+                    .fma(FloatVector.broadcast(F, scale(g0 + (b >> groupShift)) * d[bi]), acc0);
+            long o1 = o + 16;
+            int bi1 = bi + 1;
+            ShortVector p1 = ShortVector.zero(S);
+            for (int j = 0; j < 16; j += L) {
+                ShortVector u = (ShortVector) ByteVector.fromMemorySegment(B, w, o1 + (j & -BL), LE)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2S, S, (j / L) & (BYTE_PARTS - 1));
+                int qi = bi1 * 32 + 2 * j;
+                p1 = p1.add(u.and((short) 0xf).mul(ShortVector.fromArray(S, q, qi)))
+                        .add(u.lanewise(VectorOperators.LSHR, 4).mul(ShortVector.fromArray(S, q, qi + L)));
+            }
+            acc1 = ((FloatVector) p1.convertShape(VectorOperators.S2F, F, 0))
+                    .fma(FloatVector.broadcast(F, scale(g0 + ((b + 1) >> groupShift)) * d[bi1]), acc1);
+        }
+        if (b < blocks) {
+            long o = base + (long) b * 16;
+            int bi = b0 + b;
+            ShortVector p = ShortVector.zero(S);
+            for (int j = 0; j < 16; j += L) {
+                ShortVector v = (ShortVector) ByteVector.fromMemorySegment(B, w, o + (j & -BL), LE)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2S, S, (j / L) & (BYTE_PARTS - 1));
+                int qi = bi * 32 + 2 * j;
+                p = p.add(v.and((short) 0xf).mul(ShortVector.fromArray(S, q, qi)))
+                        .add(v.lanewise(VectorOperators.LSHR, 4).mul(ShortVector.fromArray(S, q, qi + L)));
+            }
+            acc0 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0))
+                    .fma(FloatVector.broadcast(F, scale(g0 + (b >> groupShift)) * d[bi]), acc0);
+        }
+        return KernelSupport.sum(acc0.add(acc1));
+    }
+
+    /**
+     * 8 bits: Σ_k s · d_k · Σ (q − 128)·q_x over the row's 32-byte blocks: per block, 32/(2L) pair sums of two byte
+     * loads (sign bit flipped, sign-extended) times the activation quants, each converted and added by an FMA; even
+     * and odd blocks go to two accumulators.
+     */
+    private float dot8(int r, short[] q, float[] d, int t) {
+        MemorySegment w = packed;
+        long base = r * rowBytes;
+        long g0 = (long) r * groups;
+        int b0 = t * blocks;
+        FloatVector acc0 = FloatVector.zero(F), acc1 = acc0;
+        int b = 0;
+        for (; b + 1 < blocks; b += 2) {
+            long o = base + (long) b * 32;
+            int bi = b0 + b;
+            FloatVector s0 = FloatVector.broadcast(F, scale(g0 + (b >> groupShift)) * d[bi]);
+            for (int j = 0; j < 32; j += 2 * L) {
+                ShortVector w0 = (ShortVector) ByteVector.fromMemorySegment(B, w, o + (j & -BL), LE)
+                        .lanewise(VectorOperators.XOR, (byte) 0x80)
+                        .convertShape(VectorOperators.B2S, S, (j / L) & (BYTE_PARTS - 1));
+                ShortVector w1 = (ShortVector) ByteVector.fromMemorySegment(B, w, o + ((j + L) & -BL), LE)
+                        .lanewise(VectorOperators.XOR, (byte) 0x80)
+                        .convertShape(VectorOperators.B2S, S, ((j + L) / L) & (BYTE_PARTS - 1));
+                int qi = bi * 32 + j;
+                ShortVector p = w0.mul(ShortVector.fromArray(S, q, qi)).add(w1.mul(ShortVector.fromArray(S, q, qi + L)));
+                acc0 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(s0, acc0);
+            }
+            long o1 = o + 32;
+            int bi1 = bi + 1;
+            FloatVector s1 = FloatVector.broadcast(F, scale(g0 + ((b + 1) >> groupShift)) * d[bi1]);
+            for (int j = 0; j < 32; j += 2 * L) {
+                ShortVector u0 = (ShortVector) ByteVector.fromMemorySegment(B, w, o1 + (j & -BL), LE)
+                        .lanewise(VectorOperators.XOR, (byte) 0x80)
+                        .convertShape(VectorOperators.B2S, S, (j / L) & (BYTE_PARTS - 1));
+                ShortVector u1 = (ShortVector) ByteVector.fromMemorySegment(B, w, o1 + ((j + L) & -BL), LE)
+                        .lanewise(VectorOperators.XOR, (byte) 0x80)
+                        .convertShape(VectorOperators.B2S, S, ((j + L) / L) & (BYTE_PARTS - 1));
+                int qi = bi1 * 32 + j;
+                ShortVector p = u0.mul(ShortVector.fromArray(S, q, qi)).add(u1.mul(ShortVector.fromArray(S, q, qi + L)));
+                acc1 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(s1, acc1);
+            }
+        }
+        if (b < blocks) {
+            long o = base + (long) b * 32;
+            int bi = b0 + b;
+            FloatVector s0 = FloatVector.broadcast(F, scale(g0 + (b >> groupShift)) * d[bi]);
+            for (int j = 0; j < 32; j += 2 * L) {
+                ShortVector w0 = (ShortVector) ByteVector.fromMemorySegment(B, w, o + (j & -BL), LE)
+                        .lanewise(VectorOperators.XOR, (byte) 0x80)
+                        .convertShape(VectorOperators.B2S, S, (j / L) & (BYTE_PARTS - 1));
+                ShortVector w1 = (ShortVector) ByteVector.fromMemorySegment(B, w, o + ((j + L) & -BL), LE)
+                        .lanewise(VectorOperators.XOR, (byte) 0x80)
+                        .convertShape(VectorOperators.B2S, S, ((j + L) / L) & (BYTE_PARTS - 1));
+                int qi = bi * 32 + j;
+                ShortVector p = w0.mul(ShortVector.fromArray(S, q, qi)).add(w1.mul(ShortVector.fromArray(S, q, qi + L)));
+                acc0 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(s0, acc0);
+            }
+        }
+        return KernelSupport.sum(acc0.add(acc1));
+    }
+
+    /** 2, 3, 5, 6 bits: Σ_k s · d_k · Σ q·q_x over a row's codes unpacked to shorts (pair sums, as {@link #dot8}). */
+    private float dotCodes(int r, short[] c, short[] q, float[] d, int t) {
+        long g0 = (long) r * groups;
+        int b0 = t * blocks;
+        FloatVector acc = FloatVector.zero(F);
+        for (int b = 0; b < blocks; b++) {
+            FloatVector s = FloatVector.broadcast(F, scale(g0 + (b >> groupShift)) * d[b0 + b]);
+            for (int j = 0; j < 32; j += 2 * L) {
+                int ci = b * 32 + j, qi = (b0 + b) * 32 + j;
+                ShortVector p = ShortVector.fromArray(S, c, ci).mul(ShortVector.fromArray(S, q, qi))
+                        .add(ShortVector.fromArray(S, c, ci + L).mul(ShortVector.fromArray(S, q, qi + L)));
+                acc = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(s, acc);
+            }
+        }
+        return KernelSupport.sum(acc);
+    }
+
+    /** Row r's codes as shorts: 8 codes fill exactly {@code bits} bytes, read as one little-endian long. */
+    private void unpackRow(int r, short[] codes) {
+        long base = r * rowBytes, size = packed.byteSize();
+        long mask = (1L << bits) - 1;
+        for (int c = 0; c < cols; c += 8) {
+            long o = base + (long) c / 8 * bits;
+            long v;
+            if (o + 8 <= size) {
+                v = packed.get(I64, o);
+            } else {
+                v = 0;
+                for (int k = 0; k < bits; k++) v |= (packed.get(ValueLayout.JAVA_BYTE, o + k) & 0xffL) << (8 * k);
+            }
+            for (int k = 0; k < 8; k++) codes[c + k] = (short) ((v >>> (k * bits)) & mask);
+        }
+    }
+
+    public void dequantizeRow(int row, float[] dst, int dstOff) {
+        KernelSupport.checkRow(this, row, dst, dstOff);
+        AffineCodec.dequantizeRow(tensor, row, dst, dstOff);
+    }
+}
