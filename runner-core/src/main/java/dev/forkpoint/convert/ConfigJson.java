@@ -49,6 +49,11 @@ public record ConfigJson(String modelType, int hiddenSize, int layers, int heads
         }
     }
 
+    ConfigJson withDtype(String dtype) {
+        return new ConfigJson(modelType, hiddenSize, layers, heads, kvHeads, headDim, intermediateSize, vocabSize,
+                maxPositionEmbeddings, rmsNormEps, ropeTheta, ropeScaling, tieWordEmbeddings, dtype, bosTokenId, eosTokenIds);
+    }
+
     /** Whether GGUF stores this architecture's q/k rows permuted (llama.cpp does it for Llama only). */
     boolean permutesQk() { return modelType.equals("llama"); }
 
@@ -249,5 +254,43 @@ public record ConfigJson(String modelType, int hiddenSize, int layers, int heads
         m.put(p + "attention.layer_norm_rms_epsilon", MetadataValue.ofF32(rmsNormEps));
         m.put(p + "rope.freq_base", MetadataValue.ofF32(ropeTheta));
         return m;
+    }
+
+    /**
+     * The row-major shape config.json implies for a Hugging Face weight name, or null for names it says nothing about.
+     */
+    long[] expectedShape(String name) {
+        String n = name.replaceFirst("^model\\.layers\\.\\d+\\.", "");
+        long q = (long) heads * headDim, kv = (long) kvHeads * headDim;
+        return switch (n) {
+            case "model.embed_tokens.weight", "lm_head.weight" -> new long[]{vocabSize, hiddenSize};
+            case "model.norm.weight", "input_layernorm.weight", "post_attention_layernorm.weight" -> new long[]{hiddenSize};
+            case "self_attn.q_proj.weight" -> new long[]{q, hiddenSize};
+            case "self_attn.k_proj.weight", "self_attn.v_proj.weight" -> new long[]{kv, hiddenSize};
+            case "self_attn.o_proj.weight" -> new long[]{hiddenSize, q};
+            case "self_attn.q_proj.bias" -> new long[]{q};
+            case "self_attn.k_proj.bias", "self_attn.v_proj.bias" -> new long[]{kv};
+            case "self_attn.q_norm.weight", "self_attn.k_norm.weight" -> new long[]{headDim};
+            case "mlp.gate_proj.weight", "mlp.up_proj.weight" -> new long[]{intermediateSize, hiddenSize};
+            case "mlp.down_proj.weight" -> new long[]{hiddenSize, intermediateSize};
+            default -> null;
+        };
+    }
+
+    /** The Hugging Face weights every layer of this architecture must have. */
+    List<String> requiredTensors() {
+        List<String> out = new java.util.ArrayList<>(List.of("model.embed_tokens.weight", "model.norm.weight"));
+        if (!tieWordEmbeddings) out.add("lm_head.weight");
+        for (int l = 0; l < layers; l++) {
+            String p = "model.layers." + l + ".";
+            for (String s : new String[]{"input_layernorm.weight", "post_attention_layernorm.weight", "self_attn.q_proj.weight",
+                    "self_attn.k_proj.weight", "self_attn.v_proj.weight", "self_attn.o_proj.weight", "mlp.gate_proj.weight",
+                    "mlp.up_proj.weight", "mlp.down_proj.weight"}) out.add(p + s);
+            if (modelType.equals("qwen3")) { out.add(p + "self_attn.q_norm.weight"); out.add(p + "self_attn.k_norm.weight"); }
+            if (modelType.equals("qwen2")) {
+                for (String s : new String[]{"q_proj", "k_proj", "v_proj"}) out.add(p + "self_attn." + s + ".bias");
+            }
+        }
+        return out;
     }
 }
