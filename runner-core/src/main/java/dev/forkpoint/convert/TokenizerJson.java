@@ -283,7 +283,7 @@ final class TokenizerJson {
         if (f.has("tokenizer.chat_template")) c.put("chat_template", f.getString("tokenizer.chat_template"));
         c.put("clean_up_tokenization_spaces", false);
         if (llama) c.put("legacy", true);   // (no add_prefix_space: transformers would rebuild from a tokenizer.model)
-        c.put("model_max_length", f.getInt(f.getString("general.architecture") + ".context_length", 2048));
+        c.put("model_max_length", f.getInt(f.getString("general.architecture", "llama") + ".context_length", 2048));
         c.put("tokenizer_class", llama ? "LlamaTokenizer" : "PreTrainedTokenizerFast");
         return c;
     }
