@@ -1,0 +1,191 @@
+package dev.forkpoint.convert;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.forkpoint.InvalidInputException;
+import dev.forkpoint.format.ModelFormatException;
+import dev.forkpoint.format.gguf.MetadataValue;
+import dev.forkpoint.format.safetensors.SafetensorsDtype;
+import dev.forkpoint.format.safetensors.SafetensorsShards;
+import dev.forkpoint.format.safetensors.SafetensorsTensor;
+import dev.forkpoint.tensor.AffineCodec;
+import dev.forkpoint.tensor.AffineFormat;
+import dev.forkpoint.tensor.AffineTensor;
+import dev.forkpoint.tensor.GgmlType;
+import dev.forkpoint.tensor.Quantization;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * A Hugging Face or mlx-community model folder: {@code config.json}, safetensors weights (one file or shards by
+ * {@code model.safetensors.index.json}) and tokenizer files. Plain weights may be F32, F16 or BF16; MLX-quantised
+ * modules ({@code X.weight} U32 codes with {@code X.scales} and {@code X.biases}) are read with the bits and group
+ * size config.json's {@code quantization} gives them (per module, else the default), checked against the shapes.
+ * Every weight's shape is checked against config.json; errors name the tensor and its file.
+ */
+final class FolderSource implements SourceModel {
+    /** Tokenizer and generation files carried over unchanged to an MLX folder. */
+    private static final List<String> TOKENIZER_FILES = List.of(TokenizerJson.TOKENIZER, TokenizerJson.TOKENIZER_CONFIG,
+            TokenizerJson.GENERATION_CONFIG, "special_tokens_map.json", "tokenizer.model", "chat_template.jinja",
+            "chat_template.json", "vocab.json", "merges.txt", "added_tokens.json");
+
+    private final Path folder;
+    private final ConfigJson config;
+    private final SafetensorsShards shards;
+    private final List<SourceTensor> tensors = new ArrayList<>();
+
+    private FolderSource(Path folder, ConfigJson config, SafetensorsShards shards, JsonNode quantization) {
+        this.folder = folder;
+        this.config = config;
+        this.shards = shards;
+        Set<String> consumed = new HashSet<>();
+        for (SafetensorsTensor t : shards.tensors()) {
+            String name = t.name();
+            if (consumed.contains(name) || name.endsWith(".rotary_emb.inv_freq")) continue;
+            if (name.endsWith(".scales") || name.endsWith(".biases")) {
+                String module = name.substring(0, name.lastIndexOf('.'));
+                if (shards.find(module + ".weight").isEmpty()) {
+                    throw new ModelFormatException(t.file(), "tensor " + name, "has no " + module + ".weight to belong to");
+                }
+                continue;
+            }
+            String module = name.substring(0, name.lastIndexOf('.'));
+            var scales = shards.find(module + ".scales");
+            SourceTensor st;
+            if (name.endsWith(".weight") && scales.isPresent()) {
+                st = affine(t, scales.get(), shards.tensor(module + ".biases"), module, quantization);
+            } else {
+                st = plain(t);
+            }
+            if (name.equals("lm_head.weight") && config.tieWordEmbeddings()) continue;   // tied: the embedding is the output
+            long[] expected = config.expectedShape(name);
+            if (expected != null && !Arrays.equals(expected, st.shape())) {
+                throw new ModelFormatException(t.file(), "tensor " + name, "shape " + Arrays.toString(st.shape())
+                        + " does not match config.json, which implies " + Arrays.toString(expected));
+            }
+            tensors.add(st);
+        }
+        Set<String> names = new HashSet<>();
+        tensors.forEach(x -> names.add(x.name()));
+        for (String required : config.requiredTensors()) {
+            if (!names.contains(required)) {
+                throw new ModelFormatException(folder, "tensor " + required, "missing from the folder's safetensors files (config.json's "
+                        + config.modelType() + " with " + config.layers() + " layers needs it)");
+            }
+        }
+    }
+
+    static FolderSource open(Path folder) throws IOException {
+        ConfigJson config = ConfigJson.read(folder);
+        JsonNode quantization = ConfigJson.quantization(folder);
+        if (!SafetensorsShards.present(folder)) {
+            throw new ModelFormatException(folder, "weights", "no model.safetensors, model.safetensors.index.json or *.safetensors file in the folder");
+        }
+        SafetensorsShards shards = SafetensorsShards.open(folder);
+        try {
+            return new FolderSource(folder, config, shards, quantization);
+        } catch (RuntimeException | Error e) {
+            shards.close();
+            throw e;
+        }
+    }
+
+    private static SourceTensor plain(SafetensorsTensor t) {
+        GgmlType type = t.dtype().ggmlType();
+        if (type == null) {
+            throw new ModelFormatException(t.file(), "tensor " + t.name(), "dtype " + t.dtype() + " cannot be converted (F32, F16, BF16,"
+                    + " or U32 codes with scales and biases)");
+        }
+        if (t.shape().length < 1 || t.shape().length > 2) {
+            throw new ModelFormatException(t.file(), "tensor " + t.name(), "shape " + t.shapeString() + " must have one or two dimensions");
+        }
+        long[] shape = t.shape();
+        int cols = Math.toIntExact(shape[shape.length - 1]);
+        long rowBytes = (long) cols * t.dtype().bytes();
+        return new SourceTensor(t.name(), shape, type, t.file() + ": " + t.name(),
+                (row, dst) -> Quantization.dequantize(type, t.data(), row * rowBytes, dst, 0, cols));
+    }
+
+    private static SourceTensor affine(SafetensorsTensor w, SafetensorsTensor s, SafetensorsTensor b, String module, JsonNode q) {
+        if (q == null) {
+            throw new ModelFormatException(w.file(), "tensor " + module + ".scales", "the module is quantised but config.json has no quantization block");
+        }
+        JsonNode m = q.get(module);
+        JsonNode spec = m != null && m.isObject() ? m : q;
+        if (!spec.path("bits").isIntegralNumber() || !spec.path("group_size").isIntegralNumber()) {
+            throw new ModelFormatException(w.file(), "tensor " + module + ".weight", "config.json's quantization gives no bits and group_size for it");
+        }
+        String mode = spec.path("mode").asText(q.path("mode").asText("affine"));
+        if (!mode.equals("affine")) {
+            throw new ModelFormatException(w.file(), "tensor " + module + ".weight", "quantization mode \"" + mode + "\" is not supported (only affine)");
+        }
+        AffineFormat f;
+        try {
+            f = new AffineFormat(spec.get("bits").asInt(), spec.get("group_size").asInt());
+        } catch (InvalidInputException e) {
+            throw new ModelFormatException(w.file(), "tensor " + module + ".weight", e.getMessage());
+        }
+        if (w.dtype() != SafetensorsDtype.U32 || w.shape().length != 2) {
+            throw new ModelFormatException(w.file(), "tensor " + w.name(), "a quantised weight must be U32 [rows, cols·bits/32], found "
+                    + w.dtype() + " " + w.shapeString());
+        }
+        int rows = Math.toIntExact(w.shape()[0]);
+        long cols = w.shape()[1] * 32 / f.bits();
+        long[] groups = {rows, cols / f.groupSize()};
+        for (SafetensorsTensor x : new SafetensorsTensor[]{s, b}) {
+            if (!Arrays.equals(x.shape(), groups) || x.dtype().ggmlType() == null || x.dtype() != s.dtype()) {
+                throw new ModelFormatException(x.file(), "tensor " + x.name(), "expected " + s.dtype() + " " + Arrays.toString(groups)
+                        + " for " + f.typeName() + " codes of shape " + w.shapeString() + ", found " + x.dtype() + " " + x.shapeString());
+            }
+        }
+        AffineTensor t;
+        try {
+            t = new AffineTensor(w.name(), rows, Math.toIntExact(cols), f, w.data(), s.dtype().ggmlType(), s.data(), b.data());
+        } catch (InvalidInputException e) {
+            throw new ModelFormatException(w.file(), "tensor " + w.name(), e.getMessage());
+        }
+        return new SourceTensor(w.name(), new long[]{rows, cols}, null, w.file() + ": " + w.name(),
+                (row, dst) -> AffineCodec.dequantizeRow(t, row, dst, 0));
+    }
+
+    @Override public Path path() { return folder; }
+
+    @Override public ConfigJson config() { return config; }
+
+    @Override public List<SourceTensor> tensors() { return tensors; }
+
+    @Override
+    public void writeTokenizerFiles(Path out) throws IOException {
+        requireTokenizer();
+        for (String name : TOKENIZER_FILES) {
+            Path p = folder.resolve(name);
+            if (Files.isRegularFile(p)) Files.copy(p, out.resolve(name), StandardCopyOption.REPLACE_EXISTING);
+        }
+    }
+
+    @Override
+    public Map<String, MetadataValue> tokenizerMetadata() throws IOException {
+        requireTokenizer();
+        return TokenizerMetadata.fromFolder(folder, config);
+    }
+
+    private void requireTokenizer() {
+        if (!TokenizerJson.exists(folder)) {
+            throw new ModelFormatException(folder.resolve(TokenizerJson.TOKENIZER), TokenizerJson.TOKENIZER,
+                    "missing: the folder has no Hugging Face tokenizer");
+        }
+    }
+
+    @Override
+    public void close() {
+        shards.close();
+    }
+}

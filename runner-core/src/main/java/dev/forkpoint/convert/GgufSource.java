@@ -1,0 +1,104 @@
+package dev.forkpoint.convert;
+
+import dev.forkpoint.format.ModelFormatException;
+import dev.forkpoint.format.gguf.GgufFile;
+import dev.forkpoint.format.gguf.GgufTensor;
+import dev.forkpoint.format.gguf.MetadataValue;
+import dev.forkpoint.format.hf.HfTensorNames;
+import dev.forkpoint.tensor.GgmlType;
+import dev.forkpoint.tensor.Quantization;
+
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A GGUF model seen as Hugging Face weights: names mapped by {@link HfTensorNames}, GGML shapes reversed to
+ * row-major, block-quantised rows dequantised, and Llama's q/k rows (and biases) put back from llama.cpp's
+ * interleaved order into Hugging Face's half-split order.
+ */
+final class GgufSource implements SourceModel {
+    private final GgufFile file;
+    private final ConfigJson config;
+    private final List<SourceTensor> tensors = new ArrayList<>();
+
+    private GgufSource(GgufFile file) {
+        this.file = file;
+        this.config = ConfigJson.fromGguf(file);
+        for (GgufTensor t : file.tensors()) {
+            if (t.name().equals("rope_freqs.weight")) continue;   // in config.json's rope_scaling
+            String hf = HfTensorNames.toHf(t.name()).orElseThrow(() -> new ModelFormatException(file.path(), "tensor " + t.name(),
+                    "has no Hugging Face equivalent in a " + config.modelType() + " model; cannot convert it"));
+            if (t.type() != GgmlType.F32 && t.type() != GgmlType.F16 && t.type() != GgmlType.BF16 && !t.type().supported()) {
+                throw new ModelFormatException(file.path(), "tensor " + t.name(), "type " + t.type()
+                        + " cannot be converted; supported: " + GgmlType.supportedNames());
+            }
+            if (t.shape().length > 2) throw new ModelFormatException(file.path(), "tensor " + t.name(), "has " + t.shape().length + " dimensions; at most 2 expected");
+            long[] shape = new long[t.shape().length];
+            for (int i = 0; i < shape.length; i++) shape[i] = t.shape()[shape.length - 1 - i];
+            long[] expected = config.expectedShape(hf);
+            if (expected != null && !Arrays.equals(expected, shape)) {
+                throw new ModelFormatException(file.path(), "tensor " + t.name(), "shape " + Arrays.toString(shape)
+                        + " (row-major) does not match the metadata, which implies " + Arrays.toString(expected));
+            }
+            GgmlType floatType = t.type() == GgmlType.F32 || t.type() == GgmlType.F16 || t.type() == GgmlType.BF16 ? t.type() : null;
+            tensors.add(new SourceTensor(hf, shape, floatType, file.path() + ": " + t.name(), reader(t, hf)));
+        }
+    }
+
+    static GgufSource open(Path path) throws IOException {
+        GgufFile f = GgufFile.open(path);
+        try {
+            return new GgufSource(f);
+        } catch (RuntimeException | Error e) {
+            f.close();
+            throw e;
+        }
+    }
+
+    private SourceTensor.RowReader reader(GgufTensor t, String hf) {
+        int cols = t.rowLength();
+        long rowBytes = t.type().bytesFor(cols);
+        SourceTensor.RowReader plain = (row, dst) -> Quantization.dequantize(t.type(), t.data(), row * rowBytes, dst, 0, cols);
+        int heads = hf.contains(".q_proj.") ? config.heads() : hf.contains(".k_proj.") ? config.kvHeads() : 0;
+        if (!config.permutesQk() || heads == 0) return plain;
+        int[] hfRowOf = HfTensorNames.llamaRowPermutation(heads, config.headDim());   // GGUF row i holds HF row hfRowOf[i]
+        int[] ggufRowOf = new int[hfRowOf.length];
+        for (int i = 0; i < hfRowOf.length; i++) ggufRowOf[hfRowOf[i]] = i;
+        if (t.shape().length == 1) {   // a bias: its elements are in row order
+            return (row, dst) -> {
+                float[] g = new float[cols];
+                plain.read(0, g);
+                for (int i = 0; i < cols; i++) dst[hfRowOf[i]] = g[i];
+            };
+        }
+        return (row, dst) -> plain.read(ggufRowOf[row], dst);
+    }
+
+    @Override public Path path() { return file.path(); }
+
+    @Override public ConfigJson config() { return config; }
+
+    @Override public List<SourceTensor> tensors() { return tensors; }
+
+    @Override
+    public void writeTokenizerFiles(Path folder) throws IOException {
+        TokenizerJson.write(file, folder);
+    }
+
+    @Override
+    public Map<String, MetadataValue> tokenizerMetadata() {
+        Map<String, MetadataValue> m = new LinkedHashMap<>();
+        file.metadata().forEach((k, v) -> { if (k.startsWith("tokenizer.")) m.put(k, v); });
+        return m;
+    }
+
+    @Override
+    public void close() {
+        file.close();
+    }
+}

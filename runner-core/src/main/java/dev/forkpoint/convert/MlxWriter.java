@@ -1,0 +1,176 @@
+package dev.forkpoint.convert;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.forkpoint.InvalidInputException;
+import dev.forkpoint.format.safetensors.SafetensorsDtype;
+import dev.forkpoint.format.safetensors.SafetensorsShards;
+import dev.forkpoint.format.safetensors.SafetensorsWriter;
+import dev.forkpoint.tensor.AffineCodec;
+import dev.forkpoint.tensor.AffineFormat;
+import dev.forkpoint.tensor.GgmlType;
+import dev.forkpoint.tensor.Quantization;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.function.BiConsumer;
+
+/**
+ * Writes an mlx-community-style model folder: {@code config.json} (Hugging Face keys plus {@code quantization} and
+ * {@code quantization_config}), {@code model.safetensors} with {@code __metadata__ {"format": "mlx"}} (split into
+ * {@code model-0000i-of-0000n.safetensors} shards of at most 5 GiB, as mlx-lm does; {@code model.safetensors.index.json}
+ * always lists the tensors), and the tokenizer files.
+ *
+ * <p>Which weights are quantised follows mlx-lm: every Linear/Embedding matrix whose input dimension (last axis) is a
+ * multiple of its group size; norms and biases stay float. A quantised module {@code X} is stored as {@code X.weight}
+ * (U32 codes, [rows, cols·bits/32]), {@code X.scales} and {@code X.biases} ([rows, cols/group], the scale dtype), exactly
+ * as {@link AffineCodec#quantize} gives them. Modules quantised with other parameters than the default get an entry
+ * {@code {"group_size": g, "bits": b}} under their module path in the quantization block; modules left unquantised
+ * (output kept, or a dimension that does not divide into groups) get {@code false}.
+ *
+ * <p>Memory stays bounded: every tensor is produced row by row while its bytes are written.
+ */
+final class MlxWriter {
+    /** mlx-lm's shard limit (5 GiB). */
+    static final long SHARD_BYTES = 5L << 30;
+    private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+
+    private MlxWriter() {}
+
+    private record Entry(String name, SafetensorsDtype dtype, long[] shape, long bytes, SafetensorsWriter.DataWriter data) {}
+
+    /** What was written. */
+    record Result(int quantised, List<String> keptFloat, long bytes) {}
+
+    static Result write(SourceModel src, Path folder, MlxOptions o, BiConsumer<Integer, Integer> progress) throws IOException {
+        ConfigJson c = src.config();
+        ObjectNode q = JSON.createObjectNode();
+        q.put("group_size", o.format().groupSize());
+        q.put("bits", o.format().bits());
+        q.put("mode", "affine");
+        List<Entry> entries = new ArrayList<>();
+        List<String> kept = new ArrayList<>();
+        int quantised = 0;
+        int total = src.tensors().size();
+        int[] done = {0};
+        GgmlType mainFloat = null;
+        for (SourceTensor t : src.tensors()) {
+            String module = t.module();
+            boolean linear = t.isMatrix() && t.name().endsWith(".weight");
+            boolean output = module.equals("lm_head") || (c.tieWordEmbeddings() && module.equals("model.embed_tokens"));
+            AffineFormat f = module.equals("model.embed_tokens") && o.embeddingBits() != 0
+                    ? new AffineFormat(o.embeddingBits(), o.format().groupSize()) : o.format();
+            Runnable tick = () -> progress.accept(++done[0], total);
+            if (linear && o.quantize()) {
+                if (o.keepOutput() && output) {
+                    q.put(module, false);
+                    kept.add(module + ": output kept unquantised");
+                } else if (t.cols() % f.groupSize() != 0) {
+                    q.put(module, false);
+                    kept.add(module + ": input dimension " + t.cols() + " is not a multiple of the group size " + f.groupSize());
+                } else {
+                    if (!f.equals(o.format())) q.putObject(module).put("group_size", f.groupSize()).put("bits", f.bits());
+                    addAffine(entries, t, f, o.scaleType(), tick);
+                    quantised++;
+                    continue;
+                }
+            }
+            GgmlType type = o.floatType() != null ? o.floatType() : t.floatType() != null ? t.floatType() : GgmlType.F16;
+            if (mainFloat == null || module.equals("model.embed_tokens")) mainFloat = type;
+            addFloat(entries, t, type, tick);
+        }
+        ObjectNode config = c.withDtype(MlxOptions.dtypeName(quantised > 0 ? o.scaleType() : mainFloat))
+                .toJson(o.quantize() ? q : null);
+        writeShards(folder, entries);
+        JSON.writeValue(folder.resolve(ConfigJson.FILE).toFile(), config);
+        src.writeTokenizerFiles(folder);
+        long bytes = entries.stream().mapToLong(Entry::bytes).sum();
+        return new Result(quantised, List.copyOf(kept), bytes);
+    }
+
+    private static void addFloat(List<Entry> entries, SourceTensor t, GgmlType type, Runnable tick) {
+        int rows = t.rows(), cols = t.cols();
+        long rowBytes = type.bytesFor(cols);
+        entries.add(new Entry(t.name(), SafetensorsDtype.of(type), t.shape(), rowBytes * rows, out -> {
+            float[] row = new float[cols];
+            byte[] buf = new byte[Math.toIntExact(rowBytes)];
+            var seg = java.lang.foreign.MemorySegment.ofArray(buf);
+            for (int r = 0; r < rows; r++) {
+                t.read(r, row);
+                Quantization.quantize(type, row, 0, cols, seg, 0);
+                out.write(buf);
+            }
+            tick.run();
+        }));
+    }
+
+    private static void addAffine(List<Entry> entries, SourceTensor t, AffineFormat f, GgmlType scaleType, Runnable tick) {
+        int rows = t.rows(), cols = t.cols();
+        String module = t.module();
+        long words = f.packedWordsPerRow(cols);
+        int groups = f.groupsPerRow(cols);
+        long scaleBytes = (long) rows * groups * (scaleType == GgmlType.F32 ? 4 : 2);
+        entries.add(new Entry(module + ".weight", SafetensorsDtype.U32, new long[]{rows, words}, rows * words * 4,
+                out -> rows(t, f, scaleType, out, AffineCodec.AffineArrays::packedBytes, null)));
+        entries.add(new Entry(module + ".scales", SafetensorsDtype.of(scaleType), new long[]{rows, groups}, scaleBytes,
+                out -> rows(t, f, scaleType, out, a -> a.scaleBytes(scaleType), null)));
+        entries.add(new Entry(module + ".biases", SafetensorsDtype.of(scaleType), new long[]{rows, groups}, scaleBytes,
+                out -> rows(t, f, scaleType, out, a -> a.biasBytes(scaleType), tick)));
+    }
+
+    /** Quantises {@code t} row by row, writing the part {@code part} selects of each row. */
+    private static void rows(SourceTensor t, AffineFormat f, GgmlType scaleType, OutputStream out,
+                             java.util.function.Function<AffineCodec.AffineArrays, byte[]> part, Runnable after) throws IOException {
+        int cols = t.cols();
+        float[] row = new float[cols];
+        for (int r = 0; r < t.rows(); r++) {
+            t.read(r, row);
+            AffineCodec.AffineArrays a;
+            try {
+                a = AffineCodec.quantize(row, 1, cols, f, scaleType);
+            } catch (InvalidInputException e) {
+                throw new InvalidInputException(t.origin() + " (row " + r + "): " + e.getMessage());
+            }
+            out.write(part.apply(a));
+        }
+        if (after != null) after.run();
+    }
+
+    private static void writeShards(Path folder, List<Entry> entries) throws IOException {
+        List<List<Entry>> shards = new ArrayList<>();
+        long size = 0;
+        for (Entry e : entries) {
+            if (shards.isEmpty() || (size + e.bytes > SHARD_BYTES && size > 0)) {
+                shards.add(new ArrayList<>());
+                size = 0;
+            }
+            shards.getLast().add(e);
+            size += e.bytes;
+        }
+        if (shards.isEmpty()) shards.add(new ArrayList<>());
+        Map<String, String> weightMap = new TreeMap<>();
+        long total = 0;
+        for (int i = 0; i < shards.size(); i++) {
+            String name = shards.size() == 1 ? SafetensorsShards.SINGLE
+                    : String.format(java.util.Locale.ROOT, "model-%05d-of-%05d.safetensors", i + 1, shards.size());
+            var w = new SafetensorsWriter().metadata("format", "mlx");
+            for (Entry e : shards.get(i)) {
+                w.tensor(e.name, e.dtype, e.shape, e.data, e.bytes);
+                weightMap.put(e.name, name);
+                total += e.bytes;
+            }
+            w.write(folder.resolve(name));
+        }
+        ObjectNode index = JSON.createObjectNode();
+        index.putObject("metadata").put("total_size", total);
+        ObjectNode map = index.putObject("weight_map");
+        weightMap.forEach(map::put);
+        JSON.writeValue(folder.resolve(SafetensorsShards.INDEX).toFile(), index);
+    }
+}
