@@ -143,17 +143,28 @@ final class AffineMatrix implements PackedMatrix {
         return p;
     }
 
-    /** Σ_g b'_g · X_g for row r and token t, with b' = b (+ 128·s for 8 bits, whose codes the kernel offsets). */
+    /**
+     * Σ_g b'_g · X_g for row r and token t, with b' = b (+ 128·s for 8 bits, whose codes the kernel offsets): four
+     * partial sums over g mod 4 (added as (p0 + p1) + (p2 + p3)) so that the additions do not wait on each other.
+     */
     private float biasTerm(int r, float[] xs, int t) {
         long g0 = (long) r * groups;
         int x0 = t * groups;
-        float s = 0;
-        if (bits == 8) {
-            for (int g = 0; g < groups; g++) s += (bias(g0 + g) + 128f * scale(g0 + g)) * xs[x0 + g];
-        } else {
-            for (int g = 0; g < groups; g++) s += bias(g0 + g) * xs[x0 + g];
+        float p0 = 0, p1 = 0, p2 = 0, p3 = 0;
+        int g = 0;
+        for (; g + 3 < groups; g += 4) {
+            p0 += biasOf(g0 + g) * xs[x0 + g];
+            p1 += biasOf(g0 + g + 1) * xs[x0 + g + 1];
+            p2 += biasOf(g0 + g + 2) * xs[x0 + g + 2];
+            p3 += biasOf(g0 + g + 3) * xs[x0 + g + 3];
         }
-        return s;
+        for (; g < groups; g++) p0 += biasOf(g0 + g) * xs[x0 + g];
+        return (p0 + p1) + (p2 + p3);
+    }
+
+    /** The bias the kernels pair with their codes: b, or b + 128·s for 8 bits (codes used as q − 128). */
+    private float biasOf(long i) {
+        return bits == 8 ? bias(i) + 128f * scale(i) : bias(i);
     }
 
     private float scale(long i) {
