@@ -11,11 +11,14 @@ import java.nio.file.Path;
 /** {@code --model}: a .gguf path or an Ollama model name; without it, the built-in demo model (with a note). */
 final class ModelOption {
     @Option(names = {"-m", "--model"}, paramLabel = "MODEL",
-            description = "A .gguf file, or an Ollama model name (qwen3:0.6b, llama3.2, namespace/name:tag) looked up in"
-                    + " $OLLAMA_MODELS (default ~/.ollama/models). Default: a built-in demo model with random weights.")
+            description = "A .gguf file, a Hugging Face / MLX model folder (config.json, *.safetensors, tokenizer.json), an"
+                    + " Ollama model name (qwen3:0.6b, llama3.2, namespace/name:tag; GGUF or safetensors) looked up in"
+                    + " $OLLAMA_MODELS (default ~/.ollama/models), or a Hugging Face repository name (org/name) in the"
+                    + " Hugging Face cache ($HF_HUB_CACHE, default ~/.cache/huggingface/hub)."
+                    + " Default: a built-in demo model with random weights.")
     String model;
 
-    /** The GGUF file to use. */
+    /** The model file or folder to use. */
     Path resolve(CliEnvironment env) {
         if (model == null) {
             env.err().println(DefaultModel.NOTE);

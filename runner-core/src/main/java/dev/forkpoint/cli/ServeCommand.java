@@ -30,7 +30,8 @@ final class ServeCommand implements Callable<Integer> {
     Main main;
 
     @Option(names = {"-m", "--model"}, paramLabel = "MODEL",
-            description = "A .gguf file or an Ollama model name, loaded at startup (repeatable). Default: the local Ollama"
+            description = "A .gguf file, an MLX / Hugging Face model folder, an Ollama model name or a Hugging Face"
+                    + " repository name (org/name, from the Hugging Face cache), loaded at startup (repeatable). Default: the local Ollama"
                     + " store's models, loaded on first use (the built-in demo model when the store is empty).")
     List<String> models = new ArrayList<>();
 

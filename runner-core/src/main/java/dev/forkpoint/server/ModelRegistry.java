@@ -90,9 +90,12 @@ public final class ModelRegistry implements AutoCloseable {
 
     private void pin(String given) {
         Path path = resolver.resolve(given);
-        boolean isPath = !path.getFileName().toString().startsWith("sha256-");   // an Ollama name resolves to a blob
+        boolean isPath = ModelResolver.looksLikePath(given);
+        boolean inStore = path.toAbsolutePath().normalize().startsWith(resolver.store().toAbsolutePath().normalize());
         String file = path.getFileName().toString();
-        String name = isPath ? file : OllamaName.parse(given).displayName();
+        // An Ollama name resolves into the store (a GGUF blob or a safetensors manifest); a Hugging Face repository
+        // name to a cache snapshot folder.
+        String name = isPath ? file : inStore ? OllamaName.parse(given).displayName() : given;
         if (entries.containsKey(name)) throw new InvalidInputException("--model " + given + " is given twice (as " + name + ")");
         Entry e = new Entry(name, path, blobDigest(path));
         entries.put(name, e);

@@ -223,7 +223,8 @@ public final class ModelResolver {
                 + "; available: " + String.join(", ", models));
     }
 
-    private static boolean looksLikePath(String model) {
+    /** Whether {@code model} is taken as a path (rather than a model name) by {@link #resolve}. */
+    public static boolean looksLikePath(String model) {
         return model.toLowerCase(Locale.ROOT).endsWith(".gguf") || model.startsWith("/") || model.startsWith("./")
                 || model.startsWith("../") || model.startsWith("~") || model.contains("\\")
                 || isFile(model);

@@ -58,7 +58,7 @@ class CliErrorsTest {
 
     @Test
     void directoryAsModelIsNamed() {
-        assertBadInput(cli().run("show", "--model", tmp + "/"), tmp.toString(), "directory");
+        assertBadInput(cli().run("show", "--model", tmp + "/"), tmp.toString(), "has no config.json");
     }
 
     @Test
