@@ -49,6 +49,11 @@ final class MlxWriter {
     record Result(int quantised, List<String> keptFloat, long bytes) {}
 
     static Result write(SourceModel src, Path folder, MlxOptions o, BiConsumer<Integer, Integer> progress) throws IOException {
+        return write(src, folder, o, progress, SHARD_BYTES);
+    }
+
+    /** As above with shards of at most {@code shardBytes} (tests use small ones). */
+    static Result write(SourceModel src, Path folder, MlxOptions o, BiConsumer<Integer, Integer> progress, long shardBytes) throws IOException {
         ConfigJson c = src.config();
         ObjectNode q = JSON.createObjectNode();
         q.put("group_size", o.format().groupSize());
@@ -87,7 +92,7 @@ final class MlxWriter {
         }
         ObjectNode config = c.withDtype(MlxOptions.dtypeName(quantised > 0 ? o.scaleType() : mainFloat))
                 .toJson(o.quantize() ? q : null);
-        writeShards(folder, entries);
+        writeShards(folder, entries, shardBytes);
         JSON.writeValue(folder.resolve(ConfigJson.FILE).toFile(), config);
         src.writeTokenizerFiles(folder);
         long bytes = entries.stream().mapToLong(Entry::bytes).sum();
@@ -98,16 +103,31 @@ final class MlxWriter {
         int rows = t.rows(), cols = t.cols();
         long rowBytes = type.bytesFor(cols);
         entries.add(new Entry(t.name(), SafetensorsDtype.of(type), t.shape(), rowBytes * rows, out -> {
-            float[] row = new float[cols];
-            byte[] buf = new byte[Math.toIntExact(rowBytes)];
-            var seg = java.lang.foreign.MemorySegment.ofArray(buf);
-            for (int r = 0; r < rows; r++) {
-                t.read(r, row);
-                Quantization.quantize(type, row, 0, cols, seg, 0);
-                out.write(buf);
-            }
+            inChunks(t, out, row -> {
+                byte[] buf = new byte[Math.toIntExact(rowBytes)];
+                Quantization.quantize(type, row, 0, cols, java.lang.foreign.MemorySegment.ofArray(buf), 0);
+                return buf;
+            });
             tick.run();
         }));
+    }
+
+    /** Rows per parallel chunk: bounded memory (a chunk's bytes), rows produced on the common pool, written in order. */
+    private static final int CHUNK_ROWS = 256;
+
+    /** Writes {@code encode}(row) for every row of {@code t}, in order, rows of a chunk computed in parallel. */
+    private static void inChunks(SourceTensor t, OutputStream out, java.util.function.Function<float[], byte[]> encode) throws IOException {
+        int rows = t.rows(), cols = t.cols();
+        for (int start = 0; start < rows; start += CHUNK_ROWS) {
+            int s0 = start, n = Math.min(CHUNK_ROWS, rows - start);
+            byte[][] chunk = new byte[n][];
+            java.util.stream.IntStream.range(0, n).parallel().forEach(i -> {
+                float[] row = new float[cols];
+                t.read(s0 + i, row);
+                chunk[i] = encode.apply(row);
+            });
+            for (byte[] b : chunk) out.write(b);
+        }
     }
 
     private static void addAffine(List<Entry> entries, SourceTensor t, AffineFormat f, GgmlType scaleType, Runnable tick) {
@@ -128,25 +148,21 @@ final class MlxWriter {
     private static void rows(SourceTensor t, AffineFormat f, GgmlType scaleType, OutputStream out,
                              java.util.function.Function<AffineCodec.AffineArrays, byte[]> part, Runnable after) throws IOException {
         int cols = t.cols();
-        float[] row = new float[cols];
-        for (int r = 0; r < t.rows(); r++) {
-            t.read(r, row);
-            AffineCodec.AffineArrays a;
+        inChunks(t, out, row -> {
             try {
-                a = AffineCodec.quantize(row, 1, cols, f, scaleType);
+                return part.apply(AffineCodec.quantize(row, 1, cols, f, scaleType));
             } catch (InvalidInputException e) {
-                throw new InvalidInputException(t.origin() + " (row " + r + "): " + e.getMessage());
+                throw new InvalidInputException(t.origin() + ": " + e.getMessage());
             }
-            out.write(part.apply(a));
-        }
+        });
         if (after != null) after.run();
     }
 
-    private static void writeShards(Path folder, List<Entry> entries) throws IOException {
+    private static void writeShards(Path folder, List<Entry> entries, long shardBytes) throws IOException {
         List<List<Entry>> shards = new ArrayList<>();
         long size = 0;
         for (Entry e : entries) {
-            if (shards.isEmpty() || (size + e.bytes > SHARD_BYTES && size > 0)) {
+            if (shards.isEmpty() || (size + e.bytes > shardBytes && size > 0)) {
                 shards.add(new ArrayList<>());
                 size = 0;
             }

@@ -48,12 +48,16 @@ public final class ModelConverter {
 
     /** Writes {@code output} (a folder that must not exist or be empty) as an MLX model. */
     public static Report toMlx(Path input, Path output, MlxOptions options, BiConsumer<Integer, Integer> progress) throws IOException {
+        return toMlx(input, output, options, progress, MlxWriter.SHARD_BYTES);
+    }
+
+    static Report toMlx(Path input, Path output, MlxOptions options, BiConsumer<Integer, Integer> progress, long shardBytes) throws IOException {
         checkFolderOutput(input, output);
         try (SourceModel src = open(input)) {
             Path parent = output.toAbsolutePath().normalize().getParent();
             Path tmp = Files.createTempDirectory(parent, "." + output.getFileName() + ".partial-");
             try {
-                MlxWriter.Result r = MlxWriter.write(src, tmp, options, progress);
+                MlxWriter.Result r = MlxWriter.write(src, tmp, options, progress, shardBytes);
                 if (Files.isDirectory(output)) Files.delete(output);   // checked empty above
                 Files.move(tmp, output);
                 String what = options.quantize() ? "mlx " + options.format().bits() + "-bit, group size " + options.format().groupSize()

@@ -22,7 +22,7 @@ import java.util.Map;
  * <p>SentencePiece ("llama") vocabularies become a BPE model with byte fallback, the normalizer and decoder Hugging
  * Face writes for Llama 2, and merges derived from the scores as Hugging Face's SentencePiece converter derives them:
  * every split of a piece into two pieces of the vocabulary is a merge, ranked by the merged piece's score (highest
- * first; ties in vocabulary order, splits by the ids of their parts). Byte-level ("gpt2") vocabularies keep their
+ * first; ties by the ids of the left, then the right part). Byte-level ("gpt2") vocabularies keep their
  * merges; the Split expression is the one {@code tokenizer.ggml.pre} names. Control, unknown and user-defined tokens
  * become {@code added_tokens}.
  */
@@ -258,7 +258,8 @@ final class TokenizerJson {
             local.sort(java.util.Comparator.<Merge>comparingInt(Merge::left).thenComparingInt(Merge::right));
             for (Merge m : local) all.add(new Merge(m.left, m.right, m.score, all.size()));
         }
-        all.sort(java.util.Comparator.<Merge>comparingDouble(m -> -m.score).thenComparingInt(Merge::order));
+        // equal scores: by the ids of the left, then the right piece (the order Hugging Face's Llama 2 / TinyLlama files have)
+        all.sort(java.util.Comparator.<Merge>comparingDouble(m -> -m.score).thenComparingInt(Merge::left).thenComparingInt(Merge::right));
         return all.stream().map(m -> new String[]{tokens[m.left], tokens[m.right]}).toList();
     }
 

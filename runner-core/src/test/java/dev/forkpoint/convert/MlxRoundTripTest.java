@@ -151,4 +151,33 @@ class MlxRoundTripTest {
             assertEquals("mlx", f.metadata().get("format"));
         }
     }
+
+    /** With a small shard limit the folder is split as mlx-lm splits it, the index maps every tensor, and it reads back whole. */
+    @Test
+    void shardedFolderRoundTrips() throws Exception {
+        Path folder = tmp.resolve("sharded");
+        ModelConverter.toMlx(stories(), folder, MlxOptions.defaults().unquantised(), (a, b) -> {}, 200_000);
+        assertFalse(Files.exists(folder.resolve("model.safetensors")));
+        var index = new com.fasterxml.jackson.databind.ObjectMapper().readTree(folder.resolve("model.safetensors.index.json").toFile());
+        try (SafetensorsShards st = SafetensorsShards.open(folder)) {
+            int n = st.files().size();
+            assertTrue(n >= 6, "1.1 MiB in shards of 200 kB: " + n);   // stories260K: about 1.1 MiB of F32 data
+            for (int i = 1; i <= n; i++) {
+                String name = String.format("model-%05d-of-%05d.safetensors", i, n);
+                assertTrue(Files.isRegularFile(folder.resolve(name)), name);
+            }
+            assertEquals(st.dataBytes(), index.get("metadata").get("total_size").asLong());
+            for (var f : st.files()) {
+                assertEquals("mlx", f.metadata().get("format"));
+                assertTrue(f.tensors().stream().mapToLong(t -> t.data().byteSize()).sum() <= 200_000 || f.tensors().size() == 1);
+            }
+        }
+        Path back = tmp.resolve("back.gguf");
+        ModelConverter.toGguf(folder, back, GgmlType.F32, (a, b) -> {});
+        try (GgufFile in = GgufFile.open(stories()); GgufFile out = GgufFile.open(back)) {
+            for (GgufTensor t : in.tensors()) {
+                assertArrayEquals(t.data().toArray(ValueLayout.JAVA_BYTE), out.tensor(t.name()).data().toArray(ValueLayout.JAVA_BYTE), t.name());
+            }
+        }
+    }
 }

@@ -114,6 +114,29 @@ class TokenizerJsonTest {
         }
     }
 
+    /**
+     * llama-2-tiny-random carries Llama 2's SentencePiece vocabulary, which TinyLlama shares: the vocabulary and the
+     * 61,249 merges derived from its scores equal those of Hugging Face's own TinyLlama tokenizer.json.
+     */
+    @Test
+    void llama2MergesEqualHuggingFacesConversion() throws Exception {
+        Path gguf = TestData.shared("models/llama-2-tiny-random.gguf");
+        Path reference = TestData.shared("tokenizers/hf/tinyllama.tokenizer.json");
+        try (GgufFile f = GgufFile.open(gguf)) {
+            TokenizerJson.write(f, tmp);
+        }
+        var json = new com.fasterxml.jackson.databind.ObjectMapper();
+        var ours = json.readTree(tmp.resolve("tokenizer.json").toFile()).get("model");
+        var theirs = json.readTree(reference.toFile()).get("model");
+        assertEquals(theirs.get("vocab"), ours.get("vocab"));
+        assertEquals(theirs.get("merges").size(), ours.get("merges").size());
+        for (int i = 0; i < theirs.get("merges").size(); i++) {
+            assertEquals(theirs.get("merges").get(i), ours.get("merges").get(i), "merge " + i);
+        }
+        assertEquals(theirs.get("byte_fallback"), ours.get("byte_fallback"));
+        assertEquals(theirs.get("unk_token"), ours.get("unk_token"));
+    }
+
     private static String quote(String s) {
         return "\"" + s.replace("\n", "\\n").replace("\t", "\\t") + "\"";
     }
