@@ -113,11 +113,15 @@ final class TokenizerFiles {
                     + "Llama 3's (" + LLAMA3_RANKS + " ranks) is known, because the file names neither its special tokens "
                     + "nor its split pattern");
         }
-        Map<Long, Long> merges = new HashMap<>(vocab.size() * 4);
+        // tiktoken merges the adjacent pair whose concatenation has the lowest rank: every split of a token
+        // into two tokens is a merge of that token's rank.
+        PairTable merges = new PairTable(vocab.size() * 3);
         vocab.forEach((piece, rank) -> {
             for (int k = 1; k < piece.length(); k++) {
-                Integer l = vocab.get(piece.substring(0, k)), r = vocab.get(piece.substring(k));
-                if (l != null && r != null) merges.put(HfBpe.pair(l, r), HfBpe.pack(rank, rank));
+                Integer l = vocab.get(piece.substring(0, k));
+                if (l == null) continue;
+                Integer r = vocab.get(piece.substring(k));
+                if (r != null) merges.putIfAbsent(l, r, rank, rank);
             }
         });
         var b = new HfTokenizer.Builder();
