@@ -87,7 +87,11 @@ final class AddedTokenSplitter {
         return at < text.length() && isWordChar(text.codePointAt(at));
     }
 
+    private static final java.util.regex.Pattern WORD_CHAR =
+            java.util.regex.Pattern.compile("\\w", java.util.regex.Pattern.UNICODE_CHARACTER_CLASS);
+
+    /** Unicode {@code \w} (letters, marks, decimal digits, connector punctuation, joiners), as the HF library tests. */
     private static boolean isWordChar(int c) {
-        return Character.isLetterOrDigit(c) || c == '_';
+        return WORD_CHAR.matcher(Character.toString(c)).matches();
     }
 }

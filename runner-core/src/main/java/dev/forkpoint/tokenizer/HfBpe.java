@@ -1,7 +1,6 @@
 package dev.forkpoint.tokenizer;
 
 import java.nio.charset.StandardCharsets;
-import java.util.HashMap;
 import java.util.Map;
 import java.util.PriorityQueue;
 
@@ -13,17 +12,16 @@ import java.util.PriorityQueue;
  */
 final class HfBpe {
     private final Map<String, Integer> vocab;
-    /** (left id, right id) → rank in the high 32 bits, merged id in the low 32. */
-    private final Map<Long, Long> merges;
+    private final PairTable merges;
     private final int unknown;
     private final boolean byteFallback, fuseUnknown, ignoreMerges;
     private final int[] byteTokens = new int[256];
 
     /**
-     * @param merges  (left id, right id) → (rank, merged id), see {@link #pack}
+     * @param merges  (left id, right id) → (rank, merged id)
      * @param unknown the unknown token's id, or -1 when the model has none
      */
-    HfBpe(Map<String, Integer> vocab, Map<Long, Long> merges, int unknown, boolean byteFallback, boolean fuseUnknown,
+    HfBpe(Map<String, Integer> vocab, PairTable merges, int unknown, boolean byteFallback, boolean fuseUnknown,
           boolean ignoreMerges) {
         this.vocab = vocab;
         this.merges = merges;
@@ -34,17 +32,13 @@ final class HfBpe {
         for (int b = 0; b < 256; b++) byteTokens[b] = vocab.getOrDefault(String.format("<0x%02X>", b), -1);
     }
 
-    static long pair(int left, int right) { return ((long) left << 32) | (right & 0xFFFFFFFFL); }
-
-    static long pack(int rank, int merged) { return ((long) rank << 32) | (merged & 0xFFFFFFFFL); }
-
     /** Merges built from "left right" ranks: {@code merges[rank] = {left, right}} pieces of {@code vocab}. */
-    static Map<Long, Long> mergesOf(Map<String, Integer> vocab, String[][] pairs, java.util.function.IntFunction<RuntimeException> error) {
-        Map<Long, Long> out = new HashMap<>(pairs.length * 2);
+    static PairTable mergesOf(Map<String, Integer> vocab, String[][] pairs, java.util.function.IntFunction<RuntimeException> error) {
+        PairTable out = new PairTable(pairs.length);
         for (int rank = 0; rank < pairs.length; rank++) {
             Integer l = vocab.get(pairs[rank][0]), r = vocab.get(pairs[rank][1]), m = vocab.get(pairs[rank][0] + pairs[rank][1]);
             if (l == null || r == null || m == null) throw error.apply(rank);
-            out.putIfAbsent(pair(l, r), pack(rank, m));
+            out.putIfAbsent(l, r, rank, m);
         }
         return out;
     }
@@ -113,8 +107,8 @@ final class HfBpe {
             int l = c.left;
             if (gone[l] || next[l] < 0) continue;
             int r = next[l];
-            Long m = merges.get(pair(ids[l], ids[r]));
-            if (m == null || (int) (long) m != c.merged) continue;
+            long m = merges.get(ids[l], ids[r]);
+            if (m < 0 || (int) m != c.merged) continue;
             ids[l] = c.merged;
             gone[r] = true;
             next[l] = next[r];
@@ -126,7 +120,7 @@ final class HfBpe {
     }
 
     private void offer(PriorityQueue<Candidate> queue, int[] ids, int l, int r) {
-        Long m = merges.get(pair(ids[l], ids[r]));
-        if (m != null) queue.add(new Candidate((int) (m >>> 32), l, (int) (long) m));
+        long m = merges.get(ids[l], ids[r]);
+        if (m >= 0) queue.add(new Candidate((int) (m >>> 32), l, (int) m));
     }
 }

@@ -187,7 +187,7 @@ final class HfTokenizer implements Tokenizer {
     /** What the loaders gather; {@code null} overrides mean "as the tokenizer file implies". */
     static final class Builder {
         Map<String, Integer> vocab = Map.of();
-        Map<Long, Long> merges = Map.of();
+        PairTable merges = new PairTable(0);
         int unknown = -1;
         boolean byteFallback, fuseUnknown, ignoreMerges;
         List<AddedToken> added = new ArrayList<>();

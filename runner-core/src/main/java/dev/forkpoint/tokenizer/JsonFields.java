@@ -101,6 +101,16 @@ final class JsonFields {
         return n.intValue();
     }
 
+    /** Token ids above this are refused: no vocabulary is that large, and the id sizes tables. */
+    static final int MAX_TOKEN_ID = (1 << 24) - 1;
+
+    /** A token id: an integer from 0 to {@link #MAX_TOKEN_ID}. */
+    int tokenId(JsonNode n, String where) {
+        int id = integer(n, where);
+        if (id > MAX_TOKEN_ID) throw error(where, "token id " + id + " is implausibly large (limit " + MAX_TOKEN_ID + ")");
+        return id;
+    }
+
     int integer(JsonNode parent, String name, String where) {
         return integer(optional(parent, name), where);
     }

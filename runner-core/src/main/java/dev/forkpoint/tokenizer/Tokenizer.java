@@ -23,7 +23,7 @@ public interface Tokenizer {
      * (Llama 3), or a model folder with one of those or {@code vocab.json} + {@code merges.txt} (Qwen2, GPT-2).
      * In a folder, {@code tokenizer_config.json} ({@code add_bos_token}, {@code add_eos_token}, {@code bos_token},
      * {@code eos_token}, {@code added_tokens_decoder}) and {@code generation_config.json} ({@code eos_token_id})
-     * override what the tokenizer file implies. Throws {@link dev.forkpoint.format.ModelFormatException} naming
+     * override what the tokenizer file implies; a file given alone is read as it is. Throws {@link dev.forkpoint.format.ModelFormatException} naming
      * the file and field for anything missing, malformed or unsupported (such as a SentencePiece protobuf model).
      */
     static Tokenizer fromPath(java.nio.file.Path fileOrFolder) {

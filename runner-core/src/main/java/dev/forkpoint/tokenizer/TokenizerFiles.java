@@ -99,7 +99,7 @@ final class TokenizerFiles {
                 if (parts.length != 2) throw new IllegalArgumentException("expected \"base64-token rank\"");
                 bytes = Base64.getDecoder().decode(parts[0]);
                 rank = Integer.parseInt(parts[1]);
-                if (rank < 0) throw new IllegalArgumentException("negative rank");
+                if (rank < 0 || rank > JsonFields.MAX_TOKEN_ID) throw new IllegalArgumentException("rank out of range");
             } catch (IllegalArgumentException e) {
                 throw new ModelFormatException(file, "line " + (i + 1), "\"" + abbreviate(line) + "\": "
                         + (e instanceof NumberFormatException ? "rank is not an integer" : e.getMessage()));
@@ -113,11 +113,15 @@ final class TokenizerFiles {
                     + "Llama 3's (" + LLAMA3_RANKS + " ranks) is known, because the file names neither its special tokens "
                     + "nor its split pattern");
         }
-        Map<Long, Long> merges = new HashMap<>(vocab.size() * 4);
+        // tiktoken merges the adjacent pair whose concatenation has the lowest rank: every split of a token
+        // into two tokens is a merge of that token's rank.
+        PairTable merges = new PairTable(vocab.size() * 3);
         vocab.forEach((piece, rank) -> {
             for (int k = 1; k < piece.length(); k++) {
-                Integer l = vocab.get(piece.substring(0, k)), r = vocab.get(piece.substring(k));
-                if (l != null && r != null) merges.put(HfBpe.pair(l, r), HfBpe.pack(rank, rank));
+                Integer l = vocab.get(piece.substring(0, k));
+                if (l == null) continue;
+                Integer r = vocab.get(piece.substring(k));
+                if (r != null) merges.putIfAbsent(l, r, rank, rank);
             }
         });
         var b = new HfTokenizer.Builder();
@@ -157,7 +161,7 @@ final class TokenizerFiles {
         Map<String, Integer> vocab = new HashMap<>(root.size() * 2);
         for (Iterator<Map.Entry<String, JsonNode>> it = root.fields(); it.hasNext(); ) {
             var e = it.next();
-            vocab.put(e.getKey(), vj.integer(e.getValue(), "\"" + e.getKey() + "\""));
+            vocab.put(e.getKey(), vj.tokenId(e.getValue(), "\"" + e.getKey() + "\""));
         }
         List<String> lines;
         try {
@@ -216,7 +220,7 @@ final class TokenizerFiles {
             Set<String> specials = specialNames(readIfPresent(dir.resolve("special_tokens_map.json")));
             for (Iterator<Map.Entry<String, JsonNode>> it = added.fields(); it.hasNext(); ) {
                 var e = it.next();
-                int id = aj.integer(e.getValue(), "\"" + e.getKey() + "\"");
+                int id = aj.tokenId(e.getValue(), "\"" + e.getKey() + "\"");
                 boolean special = specials.contains(e.getKey());
                 b.addToken(new AddedToken(id, e.getKey(), special, !special, false, false, false));
             }
@@ -255,9 +259,9 @@ final class TokenizerFiles {
                     int id;
                     try {
                         id = Integer.parseInt(e.getKey());
-                        if (id < 0) throw new NumberFormatException();
+                        if (id < 0 || id > JsonFields.MAX_TOKEN_ID) throw new NumberFormatException();
                     } catch (NumberFormatException nfe) {
-                        throw cj.error(where, "the key is not a token id");
+                        throw cj.error(where, "the key is not a token id (0 to " + JsonFields.MAX_TOKEN_ID + ")");
                     }
                     b.addToken(TokenizerJson.addedToken(configFile, e.getValue(), where, id));
                 }
@@ -278,9 +282,9 @@ final class TokenizerFiles {
             JsonNode ids = JsonFields.optional(generation, "eos_token_id");
             List<Integer> eos = new ArrayList<>();
             if (ids != null && ids.isArray()) {
-                for (int i = 0; i < ids.size(); i++) eos.add(gj.integer(ids.get(i), "eos_token_id[" + i + "]"));
+                for (int i = 0; i < ids.size(); i++) eos.add(gj.tokenId(ids.get(i), "eos_token_id[" + i + "]"));
             } else if (ids != null) {
-                eos.add(gj.integer(ids, "eos_token_id"));
+                eos.add(gj.tokenId(ids, "eos_token_id"));
             }
             b.endOfGeneration.addAll(eos);
             if (!eos.isEmpty() && (config == null || JsonFields.optional(config, "eos_token") == null)) b.eos = eos.getFirst();

@@ -50,7 +50,7 @@ final class TokenizerJson {
      */
     AddedToken addedToken(JsonNode n, String where, Integer id) {
         if (n == null || !n.isObject()) throw json.error(where, "expected an object, found " + JsonFields.describe(n));
-        int tokenId = id != null ? id : json.integer(n, "id", where + ".id");
+        int tokenId = id != null ? id : json.tokenId(JsonFields.optional(n, "id"), where + ".id");
         String content = json.string(n, "content", where + ".content");
         if (content.isEmpty()) throw json.error(where + ".content", "is empty");
         boolean special = json.bool(n, "special", false, where + ".special");
@@ -79,7 +79,7 @@ final class TokenizerJson {
         Map<String, Integer> vocab = new HashMap<>(vocabNode.size() * 2);
         for (Iterator<Map.Entry<String, JsonNode>> it = vocabNode.fields(); it.hasNext(); ) {
             var e = it.next();
-            vocab.put(e.getKey(), json.integer(e.getValue(), "model.vocab[\"" + e.getKey() + "\"]"));
+            vocab.put(e.getKey(), json.tokenId(e.getValue(), "model.vocab[\"" + e.getKey() + "\"]"));
         }
         if (vocab.isEmpty()) throw json.error("model.vocab", "is empty");
         JsonNode mergesNode = json.array(model, "merges", "model.merges");
@@ -270,7 +270,7 @@ final class TokenizerJson {
                     if (entry == null) throw json.error(where + ".special_tokens", "has no entry \"" + name + "\" (used by " + at + ")");
                     JsonNode ids = json.array(entry, "ids", where + ".special_tokens[\"" + name + "\"].ids");
                     for (int k = 0; k < ids.size(); k++) {
-                        (seenSequence ? after : before).add(json.integer(ids.get(k), where + ".special_tokens[\"" + name + "\"].ids[" + k + "]"));
+                        (seenSequence ? after : before).add(json.tokenId(ids.get(k), where + ".special_tokens[\"" + name + "\"].ids[" + k + "]"));
                     }
                 }
                 b.prefix = concat(b.prefix, before);
@@ -288,7 +288,7 @@ final class TokenizerJson {
     private int pairId(JsonNode n, String name, String where) {
         JsonNode pair = json.array(n, name, where + "." + name);
         if (pair.size() != 2) throw json.error(where + "." + name, "expected [token, id], found " + JsonFields.describe(pair));
-        return json.integer(pair.get(1), where + "." + name + "[1]");
+        return json.tokenId(pair.get(1), where + "." + name + "[1]");
     }
 
     private static List<Integer> concat(List<Integer> a, List<Integer> b) {

@@ -44,7 +44,8 @@ class HfVariantsTest {
             List<String> corpus = TokenizerCorpus.generate(file.getFileName().toString().hashCode(), texts);
             corpus = new java.util.ArrayList<>(corpus);
             corpus.addAll(List.of("a <tool>  b", "<tool>", " <tool> ", "x<tool>y", "NOTE: NOTE:x", "<|im_start|>  hi",
-                    "hi <|im_start|>", "  lead", "trail  ", "<s> <s>", "a  b   c"));
+                    "hi <|im_start|>", "  lead", "trail  ", "<s> <s>", "a  b   c", "cat", "a cat b", "cats", "concat", "cat_",
+                    "_cat", "über cat", "écat", "1cat", "cat1", "catcat cat", "猫cat", "cat.", "-cat-", "cát cat́"));
             for (String text : corpus) {
                 for (boolean addSpecial : new boolean[]{false, true}) {
                     int[] expected = Arrays.stream(reference.encode(text, addSpecial, false).getIds()).mapToInt(l -> (int) l).toArray();
@@ -112,7 +113,10 @@ class HfVariantsTest {
             ((ObjectNode) root.get("model")).put("ignore_merges", true);
             ((ArrayNode) root.get("added_tokens")).add(added(50257, "<|im_start|>", true, false, false, true));
             ((ArrayNode) root.get("added_tokens")).add(added(50258, "<tool>", false, false, true, false));
-            ((ObjectNode) root.get("model").get("vocab")).put("<|im_start|>", 50257).put("<tool>", 50258);
+            ObjectNode singleWord = added(50259, "cat", false, false, false, false);
+            singleWord.put("single_word", true);
+            ((ArrayNode) root.get("added_tokens")).add(singleWord);
+            ((ObjectNode) root.get("model").get("vocab")).put("<|im_start|>", 50257).put("<tool>", 50258).put("cat", 50259);
             root.set("post_processor", MAPPER.createObjectNode().put("type", "TemplateProcessing")
                     .<ObjectNode>set("single", MAPPER.createArrayNode()
                             .add(MAPPER.createObjectNode().set("SpecialToken", MAPPER.createObjectNode().put("id", "<|endoftext|>").put("type_id", 0)))

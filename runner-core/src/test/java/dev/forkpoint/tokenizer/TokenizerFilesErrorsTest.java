@@ -58,6 +58,7 @@ class TokenizerFilesErrorsTest {
         refused(write("m1.json", "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [\"a\"]}}"), "model.merges[0]");
         refused(write("m2.json", "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [\"a b\"]}}"), "model.merges[0]", "not in model.vocab");
         refused(write("m3.json", "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": \"zero\"}, \"merges\": []}}"), "model.vocab[\"a\"]", "integer");
+        refused(write("m5.json", "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 2000000000}, \"merges\": []}}"), "model.vocab[\"a\"]", "large");
         refused(write("m4.json", "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [[\"a\", 5]]}}"), "model.merges[0][1]", "string");
     }
 
