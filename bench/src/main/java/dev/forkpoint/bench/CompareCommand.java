@@ -18,14 +18,15 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 
 /**
- * {@code forkpoint bench compare}: Forkpoint against llama.cpp (and Jlama, where it can read the file) on the same
- * GGUF, prompt, context and thread count, for each thread count in {@code --threads}; runs alternate between the
+ * {@code forkpoint bench compare}: Forkpoint against llama.cpp on the same GGUF, prompt, context and thread count
+ * (Jlama gets a row saying why it is not measured, see {@link Jlama}), for each thread count in {@code --threads}; runs alternate between the
  * engines after one warm-up each. Run i uses the same prompt on every engine, and a different one from run i − 1, so
  * that no prefix cache can shorten a prefill. With {@code --out DIR}: report.json, report.csv, report.md (machine,
  * command, table) and report.png; {@code --readme FILE} puts the Markdown into FILE between the report markers.
  */
 @Command(name = "compare", mixinStandardHelpOptions = true,
-        description = "Compare Forkpoint's prefill and decode speed with llama.cpp (de.kherud:llama) and Jlama on one GGUF.")
+        description = "Compare Forkpoint's prefill and decode speed with llama.cpp (de.kherud:llama) on one GGUF; "
+                + "with --out, a report (JSON, CSV, Markdown, PNG).")
 final class CompareCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
