@@ -1,36 +1,44 @@
 package dev.forkpoint.bench;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.forkpoint.InvalidInputException;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 
 /**
- * {@code forkpoint bench compare}: Forkpoint against llama.cpp on the same GGUF, prompt, thread count and context,
- * runs alternating between the engines after one warm-up each. Run i uses the same prompt on both engines, and a
- * different one from run i − 1, so that no prefix cache can shorten a prefill.
+ * {@code forkpoint bench compare}: Forkpoint against llama.cpp on the same GGUF, prompt, context and thread count
+ * (Jlama gets a row saying why it is not measured, see {@link Jlama}), for each thread count in {@code --threads}; runs alternate between the
+ * engines after one warm-up each. Run i uses the same prompt on every engine, and a different one from run i − 1, so
+ * that no prefix cache can shorten a prefill. With {@code --out DIR}: report.json, report.csv, report.md (machine,
+ * command, table) and report.png; {@code --readme FILE} puts the Markdown into FILE between the report markers.
  */
 @Command(name = "compare", mixinStandardHelpOptions = true,
-        description = "Compare Forkpoint's prefill and decode speed with llama.cpp (de.kherud:llama) on one GGUF.")
+        description = "Compare Forkpoint's prefill and decode speed with llama.cpp (de.kherud:llama) on one GGUF; "
+                + "with --out, a report (JSON, CSV, Markdown, PNG).")
 final class CompareCommand implements Callable<Integer> {
+    @Spec
+    CommandSpec spec;
+
     @Option(names = "--model", required = true, description = "the GGUF file")
     Path model;
 
-    @Option(names = "--threads", defaultValue = "2", description = "threads for both engines (default: ${DEFAULT-VALUE})")
-    int threads;
+    @Option(names = "--threads", split = ",", defaultValue = "1,2",
+            description = "thread counts, comma-separated; every engine is measured at each (default: ${DEFAULT-VALUE})")
+    List<Integer> threads;
 
-    @Option(names = "--runs", defaultValue = "5", description = "measured runs per engine (default: ${DEFAULT-VALUE})")
+    @Option(names = "--runs", defaultValue = "5", description = "measured runs per engine and thread count (default: ${DEFAULT-VALUE})")
     int runs;
 
     @Option(names = "--prompt-tokens", defaultValue = "512",
@@ -46,33 +54,41 @@ final class CompareCommand implements Callable<Integer> {
     @Option(names = "--seed", defaultValue = "1", description = "seed of the prompt texts (default: ${DEFAULT-VALUE})")
     long seed;
 
-    @Option(names = "--json", description = "also write the results as JSON here")
+    @Option(names = "--engines", split = ",", defaultValue = "forkpoint,llama.cpp,jlama",
+            description = "engines to include, comma-separated: forkpoint, llama.cpp, jlama (default: ${DEFAULT-VALUE})")
+    List<String> engineNames;
+
+    @Option(names = "--out", description = "write report.json, report.csv, report.md and report.png into this folder")
+    Path out;
+
+    @Option(names = "--readme", description = "replace the section between the report markers of this Markdown file with the report")
+    Path readme;
+
+    @Option(names = "--json", description = "also write the report as JSON here")
     Path json;
 
-    @Option(names = "--forkpoint-only", description = "measure Forkpoint alone")
+    @Option(names = "--forkpoint-only", description = "measure Forkpoint alone (same as --engines forkpoint)")
     boolean forkpointOnly;
 
-    @Option(names = "--llamacpp-only", description = "measure llama.cpp alone")
+    @Option(names = "--llamacpp-only", description = "measure llama.cpp alone (same as --engines llama.cpp)")
     boolean llamacppOnly;
 
     @Option(names = "--llamacpp-log", description = "echo llama.cpp's log to stderr")
     boolean llamacppLog;
 
-    /** One engine's results. */
-    record EngineReport(String engine, long residentKbAfterLoad, long residentKbAfterRuns, int promptTokens, int promptTokensWithoutBos,
-                        Summary prefillTokensPerSecond, Summary decodeTokensPerSecond, List<EngineRun> runs) {}
-
-    /** The whole comparison, as written to --json. */
-    record Report(String model, long modelBytes, int threads, int requestedPromptTokens, int genTokens, int ctx,
-                  int batch, int warmups, List<EngineReport> engines, Double prefillRatio, Double decodeRatio,
-                  boolean promptTokensEqual) {}
-
     @Override
     public Integer call() throws Exception {
         if (!Files.isRegularFile(model)) throw new InvalidInputException("model file " + model + " does not exist");
         if (forkpointOnly && llamacppOnly) throw new InvalidInputException("--forkpoint-only and --llamacpp-only exclude each other");
-        if (runs < 1 || threads < 1 || promptTokens < 2 || genTokens < 2 || batch < 1) {
-            throw new InvalidInputException("--runs and --threads must be ≥ 1, --prompt-tokens and --gen-tokens ≥ 2, --batch ≥ 1");
+        if (runs < 1 || promptTokens < 2 || genTokens < 2 || batch < 1) {
+            throw new InvalidInputException("--runs must be ≥ 1, --prompt-tokens and --gen-tokens ≥ 2, --batch ≥ 1");
+        }
+        for (int t : threads) if (t < 1) throw new InvalidInputException("--threads " + t + ": every thread count must be ≥ 1");
+        List<String> names = forkpointOnly ? List.of("forkpoint") : llamacppOnly ? List.of(CompareReport.BASELINE) : List.copyOf(new LinkedHashSet<>(engineNames));
+        for (String n : names) {
+            if (!List.of("forkpoint", CompareReport.BASELINE, Jlama.ENGINE).contains(n)) {
+                throw new InvalidInputException("--engines " + n + ": unknown engine (forkpoint, llama.cpp, jlama)");
+            }
         }
         int ctx = (promptTokens + genTokens + 16 + 255) / 256 * 256;
         int batch = Math.min(this.batch, ctx);
@@ -80,19 +96,47 @@ final class CompareCommand implements Callable<Integer> {
         String warmupPrompt = PromptText.of(chars, seed * 1_000_003L);
         List<String> prompts = new ArrayList<>();
         for (int i = 0; i < runs; i++) prompts.add(PromptText.of(chars, seed * 1_000_003L + 1 + i));
+        String jlamaReason = names.contains(Jlama.ENGINE) ? Jlama.reason(model) : null;
 
-        System.out.printf(Locale.ROOT, "model %s (%.2f GB), %d threads, prompt %d tokens (BOS + %d characters), %d generated, ctx %d, batch %d%n",
+        System.out.printf(Locale.ROOT, "model %s (%.2f GB), threads %s, prompt %d tokens (BOS + %d characters), %d generated, ctx %d, batch %d%n",
                 model, Files.size(model) / 1e9, threads, promptTokens, chars, genTokens, ctx, batch);
+        List<CompareReport.ThreadsResult> results = new ArrayList<>();
+        for (int t : threads) {
+            List<CompareReport.EngineReport> reports = measure(names, t, ctx, batch, warmupPrompt, prompts);
+            if (jlamaReason != null) reports.add(CompareReport.EngineReport.notMeasured(Jlama.ENGINE, Jlama.STATUS, jlamaReason));
+            results.add(CompareReport.ThreadsResult.of(t, reports));
+        }
+        var report = new CompareReport(MachineInfo.current(), commandLine(), model.toString(), Files.size(model), promptTokens, genTokens,
+                ctx, batch, 1, runs, results);
+        System.out.println();
+        System.out.print(CompareReportWriter.markdown(report));
+        if (json != null) {
+            CompareReportWriter.writeJson(report, json);
+            System.out.println("wrote " + json);
+        }
+        if (out != null) {
+            for (Path p : CompareReportWriter.writeAll(report, out)) System.out.println("wrote " + p);
+        }
+        if (readme != null) {
+            CompareReportWriter.updateReadme(readme, CompareReportWriter.markdown(report));
+            System.out.println("updated " + readme);
+        }
+        return 0;
+    }
+
+    /** Loads the engines at {@code threads}, runs one warm-up each, then the alternating runs; closes them. */
+    private List<CompareReport.EngineReport> measure(List<String> names, int threads, int ctx, int batch, String warmupPrompt,
+                                                     List<String> prompts) throws IOException {
         List<BenchEngine> engines = new ArrayList<>();
         try {
-            if (!llamacppOnly) {
+            if (names.contains("forkpoint")) {
                 // Loaded first, so its resident memory is measured before anything else runs.
                 engines.add(ForkpointEngine.load(model, threads, ctx, batch));
-                System.out.println("forkpoint loaded, resident " + gb(engines.getLast().residentKbAfterLoad()));
+                System.out.println("forkpoint loaded (" + threads + " threads), resident " + gb(engines.getLast().residentKbAfterLoad()));
             }
-            if (!forkpointOnly) {
+            if (names.contains(CompareReport.BASELINE)) {
                 engines.add(LlamaCppEngine.start(model, threads, ctx, batch, llamacppLog));
-                System.out.println("llama.cpp loaded (child process), resident " + gb(engines.getLast().residentKbAfterLoad()));
+                System.out.println("llama.cpp loaded (child process, " + threads + " threads), resident " + gb(engines.getLast().residentKbAfterLoad()));
             }
             Map<BenchEngine, List<EngineRun>> results = new LinkedHashMap<>();
             Map<BenchEngine, Integer> counts = new LinkedHashMap<>();
@@ -100,78 +144,36 @@ final class CompareCommand implements Callable<Integer> {
                 counts.put(e, e.countTokens(prompts.getFirst()));
                 results.put(e, new ArrayList<>());
                 EngineRun w = e.run(warmupPrompt, genTokens);
-                System.out.printf(Locale.ROOT, "%-10s warm-up: prefill %.1f tok/s, decode %.1f tok/s%n",
-                        e.name(), w.prefillTokensPerSecond(), w.decodeTokensPerSecond());
+                System.out.printf(Locale.ROOT, "%-10s %d threads warm-up: prefill %.1f tok/s, decode %.1f tok/s%n",
+                        e.name(), threads, w.prefillTokensPerSecond(), w.decodeTokensPerSecond());
             }
-            for (int i = 0; i < runs; i++) {
+            for (int i = 0; i < prompts.size(); i++) {
                 for (BenchEngine e : engines) {
                     EngineRun r = e.run(prompts.get(i), genTokens);
                     results.get(e).add(r);
-                    System.out.printf(Locale.ROOT, "%-10s run %d: prompt %d tokens %.1f tok/s, %d generated %.1f tok/s (%s timing)%n",
-                            e.name(), i + 1, r.promptTokens(), r.prefillTokensPerSecond(), r.generatedTokens(),
+                    System.out.printf(Locale.ROOT, "%-10s %d threads run %d: prompt %d tokens %.1f tok/s, %d generated %.1f tok/s (%s timing)%n",
+                            e.name(), threads, i + 1, r.promptTokens(), r.prefillTokensPerSecond(), r.generatedTokens(),
                             r.decodeTokensPerSecond(), r.timingSource());
                 }
             }
-            Report report = report(engines, results, counts, ctx, batch);
-            print(report);
-            if (json != null) {
-                new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValue(json.toFile(), report);
-                System.out.println("wrote " + json);
+            List<CompareReport.EngineReport> reports = new ArrayList<>();
+            for (BenchEngine e : engines) {
+                reports.add(CompareReport.EngineReport.measured(e.name(), e.residentKbAfterLoad(), e.residentKbNow(), counts.get(e), results.get(e)));
             }
+            return reports;
         } finally {
             for (BenchEngine e : engines) e.close();
         }
-        return 0;
     }
 
-    private Report report(List<BenchEngine> engines, Map<BenchEngine, List<EngineRun>> results,
-                          Map<BenchEngine, Integer> counts, int ctx, int batch) throws IOException {
-        List<EngineReport> reports = new ArrayList<>();
-        for (BenchEngine e : engines) {
-            List<EngineRun> rs = results.get(e);
-            reports.add(new EngineReport(e.name(), e.residentKbAfterLoad(), e.residentKbNow(), rs.getFirst().promptTokens(), counts.get(e),
-                    Summary.of(rs.stream().mapToDouble(EngineRun::prefillTokensPerSecond).toArray()),
-                    Summary.of(rs.stream().mapToDouble(EngineRun::decodeTokensPerSecond).toArray()), rs));
-        }
-        Double prefillRatio = null, decodeRatio = null;
-        boolean equal = true;
-        if (reports.size() == 2) {
-            EngineReport f = reports.get(0), l = reports.get(1);
-            prefillRatio = f.prefillTokensPerSecond().median() / l.prefillTokensPerSecond().median();
-            decodeRatio = f.decodeTokensPerSecond().median() / l.decodeTokensPerSecond().median();
-            equal = f.promptTokensWithoutBos() == l.promptTokensWithoutBos()
-                    && (l.promptTokens() < 0 || f.promptTokens() == l.promptTokens());
-        }
-        return new Report(model.toString(), Files.size(model), threads, promptTokens, genTokens, ctx, batch, 1,
-                reports, prefillRatio, decodeRatio, equal);
-    }
-
-    private static void print(Report r) {
-        System.out.println();
-        for (EngineReport e : r.engines()) {
-            System.out.printf(Locale.ROOT, "%-10s prompt tokens: %d without BOS, %s evaluated per run%n", e.engine(),
-                    e.promptTokensWithoutBos(), e.promptTokens() < 0 ? "?" : Integer.toString(e.promptTokens()));
-        }
-        if (r.engines().size() == 2) {
-            System.out.println(r.promptTokensEqual() ? "prompt token counts are equal on both engines"
-                    : "WARNING: prompt token counts differ between the engines; the comparison is not like for like");
-        }
-        System.out.printf(Locale.ROOT, "%n%-12s %-30s %-30s %s%n", "engine", "prefill tok/s median (min–max)",
-                "decode tok/s median (min–max)", "resident after load / after runs");
-        for (EngineReport e : r.engines()) {
-            System.out.printf(Locale.ROOT, "%-12s %-30s %-30s %s%n", e.engine(), cell(e.prefillTokensPerSecond()),
-                    cell(e.decodeTokensPerSecond()), gb(e.residentKbAfterLoad()) + " / " + gb(e.residentKbAfterRuns()));
-        }
-        if (r.prefillRatio() != null) {
-            System.out.printf(Locale.ROOT, "%-12s %-30s %-30s%n", "ratio F/L", String.format(Locale.ROOT, "%.2f", r.prefillRatio()),
-                    String.format(Locale.ROOT, "%.2f", r.decodeRatio()));
-        }
-        System.out.printf(Locale.ROOT, "(%d runs each after 1 warm-up, alternating; %d threads; prompt %d, generate %d)%n",
-                r.engines().getFirst().runs().size(), r.threads(), r.requestedPromptTokens(), r.genTokens());
-    }
-
-    private static String cell(Summary s) {
-        return String.format(Locale.ROOT, "%.1f (%.1f–%.1f)", s.median(), s.min(), s.max());
+    /** The command that reproduces this report, as typed (paths as given). */
+    private String commandLine() {
+        List<String> args = spec == null ? List.of() : spec.commandLine().getParseResult().originalArgs();
+        int own = args.indexOf(spec == null ? "" : spec.name());   // the parse result's arguments start at the top command
+        if (own >= 0) args = args.subList(own + 1, args.size());
+        StringBuilder sb = new StringBuilder("./forkpoint bench compare");
+        for (String a : args) sb.append(' ').append(a.matches("[A-Za-z0-9_./,=:@%+-]+") ? a : "'" + a.replace("'", "'\\''") + "'");
+        return sb.toString();
     }
 
     private static String gb(long kb) {

@@ -1,0 +1,96 @@
+package dev.forkpoint.bench.jmh;
+
+import dev.forkpoint.backend.Activation;
+import dev.forkpoint.backend.KvStore;
+import dev.forkpoint.backend.Segment;
+import dev.forkpoint.backend.cpu.CpuBackend;
+import dev.forkpoint.kvcache.KvElementType;
+import dev.forkpoint.kvcache.KvKind;
+import dev.forkpoint.kvcache.KvLayout;
+import dev.forkpoint.kvcache.PagePool;
+import dev.forkpoint.kvcache.SequenceKv;
+import org.openjdk.jmh.annotations.*;
+
+import java.lang.foreign.Arena;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One decode step of attention for one layer of Llama-3.2-1B (32 query heads, 8 KV heads of 64) through the CPU
+ * backend's attention op, against a KV store already holding {@code context} positions in paged storage
+ * ({@link PagePool}, {@link SequenceKv}): the op writes the new token's K/V and reads every stored position's. The
+ * step is rolled back after each call, so every call sees the same store. {@code bench jmh} prints the KV bytes
+ * read per second (K and V of context + 1 positions) and GFLOP/s (4·heads·headDim per position) beside the score.
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.MICROSECONDS)
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
+@Fork(value = 1, jvmArgsAppend = {"--add-modules", "jdk.incubator.vector", "-Djdk.incubator.vector.VECTOR_ACCESS_OOB_CHECK=0"})
+public class AttentionBench {
+    static final int HEADS = 32, KV_HEADS = 8, HEAD_DIM = 64;
+
+    /** Positions already in the KV store. */
+    @Param({"1024", "8192", "32768"})
+    public int context;
+
+    /** KV element type (the engine's default is F32). */
+    @Param({"F32", "F16"})
+    public String kv;
+
+    @Param({"1", "2"})
+    public int threads;
+
+    private CpuBackend backend;
+    private Arena arena;
+    private PagePool pool;
+    private SequenceKv sequence;
+    private KvStore store;
+    private Activation q, k, v;
+    private List<Segment> step;
+
+    @Setup
+    public void setUp() {
+        backend = new CpuBackend(threads);
+        arena = Arena.ofShared();
+        int kvDim = KV_HEADS * HEAD_DIM;
+        KvLayout layout = KvLayout.of(1, kvDim, KvElementType.valueOf(kv));
+        pool = new PagePool(layout, layout.budgetFor(context + 1, 1));
+        sequence = pool.newSequence();
+        sequence.begin(context);
+        var random = new SplittableRandom(7);
+        float[] entry = new float[kvDim];
+        for (int p = 0; p < context; p++) {
+            for (KvKind kind : KvKind.values()) {
+                for (int i = 0; i < kvDim; i++) entry[i] = (float) random.nextGaussian();
+                sequence.write(p, 0, kind, entry);
+            }
+        }
+        sequence.commit();
+        store = backend.newKvStore(sequence);
+        q = CpuFixtures.gaussian(backend, arena, 1, HEADS * HEAD_DIM, 1);
+        k = CpuFixtures.gaussian(backend, arena, 1, kvDim, 2);
+        v = CpuFixtures.gaussian(backend, arena, 1, kvDim, 3);
+        step = List.of(new Segment(new int[1], context, store));
+    }
+
+    @TearDown
+    public void tearDown() {
+        sequence.close();
+        pool.close();
+        backend.close();
+        arena.close();
+    }
+
+    @Benchmark
+    public Activation decode() {
+        store.begin(1);
+        try {
+            return backend.ops().attention(q, k, v, step, 0, HEADS, KV_HEADS, HEAD_DIM);
+        } finally {
+            store.rollback();
+        }
+    }
+}
