@@ -8,7 +8,7 @@ import java.io.IOException;
 
 /** {@code forkpoint bench}: synthetic model generation, engine comparison against llama.cpp, and JMH. */
 @Command(name = "forkpoint bench", mixinStandardHelpOptions = true,
-        subcommands = {GenerateCommand.class, CompareCommand.class, ConcurrencyCommand.class, dev.forkpoint.bench.probe.ProbeCommand.class, JmhCommand.class, CommandLine.HelpCommand.class},
+        subcommands = {GenerateCommand.class, CompareCommand.class, ConcurrencyCommand.class, CacheCommand.class, dev.forkpoint.bench.probe.ProbeCommand.class, JmhCommand.class, CommandLine.HelpCommand.class},
         description = "Benchmarks for Forkpoint.")
 public final class BenchMain implements Runnable {
 

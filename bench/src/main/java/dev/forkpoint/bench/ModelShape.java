@@ -32,7 +32,7 @@ record ModelShape(String name, int dim, int layers, int headCount, int kvHeadCou
      * is then dominated by attention over the prompt, not by the weights. Rows are multiples of 32, not 256: f16,
      * q8_0 and q4_0 only.
      */
-    static final ModelShape LONG_CONTEXT = new ModelShape("long-context", 64, 2, 2, 1, 128, 320, 131_072, 10_000f, 1e-5f, 8,
+    static final ModelShape LONG_CONTEXT = new ModelShape("long-context", 64, 1, 1, 1, 128, 320, 131_072, 10_000f, 1e-5f, 8,
             Optional.empty());
 
     ModelShape {
