@@ -32,7 +32,7 @@ class CacheBenchmarkTest {
 
     @Test
     void stories260K() throws Exception {
-        check(BenchTestData.shared("models/stories260K.gguf"), 1000);
+        check(BenchTestData.shared("models/stories260K.gguf"), 500);
     }
 
     private static List<CacheBenchmark.Case> check(Path file, int tokens) throws Exception {
