@@ -9,6 +9,7 @@ import dev.forkpoint.tokenizer.Tokenizer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
+import java.util.function.Consumer;
 
 /**
  * FACTS §1 B as a measurement: one long prompt that opens with a session id, sent three times through the engine's
@@ -60,6 +61,11 @@ final class CacheBenchmark {
      * nothing with the scenario's prompts) compiles the kernels, so the cold case is cold for the cache, not the JIT.
      */
     static List<Case> run(LoadedModel model, Prompts prompts, int numCtx, int numBatch, int warmUpChars) {
+        return run(model, prompts, numCtx, numBatch, warmUpChars, c -> { });
+    }
+
+    /** As above, handing each case to {@code done} as soon as it is measured. */
+    static List<Case> run(LoadedModel model, Prompts prompts, int numCtx, int numBatch, int warmUpChars, Consumer<Case> done) {
         if (warmUpChars > 0) {
             model.generate(new GenerationRequest(PromptText.of(warmUpChars, 99), SamplingOptions.greedy().withNumPredict(1), numCtx, numBatch)
                     .withCacheSalt("bench-cache-warm-up"), piece -> { });
@@ -71,7 +77,9 @@ final class CacheBenchmark {
             long start = System.nanoTime();
             GenerationResult r = model.generate(request, piece -> { });
             long ttft = System.nanoTime() - start;
-            out.add(new Case(CASE_NAMES.get(i), r.promptTokens(), r.evaluatedPromptTokens(), r.cachedTokens(), ttft, r.promptNanos()));
+            Case c = new Case(CASE_NAMES.get(i), r.promptTokens(), r.evaluatedPromptTokens(), r.cachedTokens(), ttft, r.promptNanos());
+            out.add(c);
+            done.accept(c);
         }
         return out;
     }

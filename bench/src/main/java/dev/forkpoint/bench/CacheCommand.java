@@ -59,7 +59,9 @@ final class CacheCommand implements Callable<Integer> {
                 CacheBenchmark.Prompts prompts = CacheBenchmark.prompts(loaded.tokenizer(), tokens);
                 System.out.printf(Locale.ROOT, "prompt: %,d tokens (session id at character %d), %d threads, num_batch %d%n",
                         loaded.tokenizer().encode(prompts.base(), true, false).length, prompts.sessionIdAt(), threads, numBatch);
-                print(CacheBenchmark.run(loaded, prompts, numCtx, numBatch, Math.min(2048, tokens / 4)));
+                System.out.printf(Locale.ROOT, "%-37s %13s %10s %10s %12s %14s%n", "case", "prompt tokens", "evaluated", "reused", "TTFT", "engine prompt");
+                System.out.flush();
+                ratios(CacheBenchmark.run(loaded, prompts, numCtx, numBatch, Math.min(2048, tokens / 4), CacheCommand::row));
             }
         } finally {
             if (temp != null) Files.deleteIfExists(temp);
@@ -67,12 +69,13 @@ final class CacheCommand implements Callable<Integer> {
         return 0;
     }
 
-    private static void print(List<CacheBenchmark.Case> cases) {
-        System.out.printf(Locale.ROOT, "%-37s %13s %10s %10s %12s %14s%n", "case", "prompt tokens", "evaluated", "reused", "TTFT", "engine prompt");
-        for (var c : cases) {
-            System.out.printf(Locale.ROOT, "%-37s %,13d %,10d %,10d %12s %14s%n", c.name(), c.promptTokens(), c.evaluated(), c.reused(),
-                    duration(c.ttftNanos()), duration(c.promptNanos()));
-        }
+    private static void row(CacheBenchmark.Case c) {
+        System.out.printf(Locale.ROOT, "%-37s %,13d %,10d %,10d %12s %14s%n", c.name(), c.promptTokens(), c.evaluated(), c.reused(),
+                duration(c.ttftNanos()), duration(c.promptNanos()));
+        System.out.flush();
+    }
+
+    private static void ratios(List<CacheBenchmark.Case> cases) {
         var cold = cases.get(0);
         var lastChar = cases.get(1);
         var session = cases.get(2);
