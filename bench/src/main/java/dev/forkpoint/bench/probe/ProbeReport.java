@@ -108,8 +108,8 @@ record ProbeReport(String url, String model, String serverVersion, String modelD
         root.set("settings", settings);
         root.put("percentile_method", Percentiles.METHOD);
         ObjectNode coldNode = root.putObject("cold");
-        coldNode.put("ttft_ms", cold.ttftMillis()).put("total_ms", cold.totalMillis()).put("eval_count", cold.evalCount())
-                .put("prompt_eval_count", cold.promptEvalCount());
+        number(coldNode, "ttft_ms", cold.ttftMillis());   // NaN when the reply carried no text
+        coldNode.put("total_ms", cold.totalMillis()).put("eval_count", cold.evalCount()).put("prompt_eval_count", cold.promptEvalCount());
         if (cold.promptCacheCount() >= 0) coldNode.put("prompt_cache_count", cold.promptCacheCount()); else coldNode.putNull("prompt_cache_count");
         if (!Double.isNaN(coldLoadMillis)) coldNode.put("load_duration_ms", coldLoadMillis);
         var array = root.putArray("levels");
@@ -119,7 +119,7 @@ record ProbeReport(String url, String model, String serverVersion, String modelD
             n.set("ttft_ms", percentiles(l.ttft()));
             n.set("itl_ms", percentiles(l.interTokenLatency()));
             n.set("stream_tok_s", percentiles(l.streamTokensPerSecond()));
-            n.put("aggregate_tok_s", l.aggregateTokensPerSecond());
+            number(n, "aggregate_tok_s", l.aggregateTokensPerSecond());
             n.put("generated_tokens", l.samples().stream().mapToLong(ProbeSample::evalCount).sum());
             ObjectNode cache = n.putObject("cache");
             cache.put("prompt_tokens", l.promptTokens(coldPromptTokens())).put("evaluated_tokens", l.evaluatedTokens())
@@ -129,7 +129,8 @@ record ProbeReport(String url, String model, String serverVersion, String modelD
         double ratio = ttftP95Ratio();
         if (!Double.isNaN(ratio)) {
             ObjectNode r = root.putObject("ttft_p95_ratio");
-            r.put("high_concurrency", highest().concurrency()).put("low_concurrency", lowest().concurrency()).put("ratio", ratio)
+            number(r, "ratio", ratio);
+            r.put("high_concurrency", highest().concurrency()).put("low_concurrency", lowest().concurrency())
                     .put("alarm_above", ProbeCommand.TTFT_RATIO_ALARM).put("warning", ratio > ProbeCommand.TTFT_RATIO_ALARM);
         }
         return root;
@@ -138,10 +139,17 @@ record ProbeReport(String url, String model, String serverVersion, String modelD
     private static ObjectNode percentiles(Percentiles p) {
         ObjectNode n = OllamaClient.JSON.createObjectNode();
         n.put("count", p.count());
-        for (var e : new Object[][] {{"min", p.min()}, {"p50", p.p50()}, {"p95", p.p95()}, {"p99", p.p99()}, {"max", p.max()}, {"mean", p.mean()}}) {
-            double v = (double) e[1];
-            if (Double.isNaN(v)) n.putNull((String) e[0]); else n.put((String) e[0], v);
-        }
+        number(n, "min", p.min());
+        number(n, "p50", p.p50());
+        number(n, "p95", p.p95());
+        number(n, "p99", p.p99());
+        number(n, "max", p.max());
+        number(n, "mean", p.mean());
         return n;
+    }
+
+    /** JSON has no NaN: an undefined figure is null. */
+    private static void number(ObjectNode n, String field, double v) {
+        if (Double.isNaN(v) || Double.isInfinite(v)) n.putNull(field); else n.put(field, v);
     }
 }
