@@ -156,7 +156,7 @@ final class OllamaClient {
                     + ": no answer within " + requestTimeout.toSeconds() + " s (--timeout)", e);
         } catch (ConnectException e) {
             Throwable why = e.getCause() != null ? e.getCause() : e;
-            String reason = why.getMessage() != null ? why.getMessage() : why.getClass().getSimpleName();
+            String reason = why.getMessage() != null ? why.getMessage() : "connection refused";
             throw new ProbeException("cannot reach " + base + " (" + reason + "); is the server running there?", e);
         } catch (IOException e) {
             throw new ProbeException(describe(request) + " failed: " + e, e);
