@@ -6,9 +6,10 @@ import picocli.CommandLine.Command;
 
 import java.io.IOException;
 
-/** {@code forkpoint bench}: synthetic model generation, engine comparison against llama.cpp, and JMH. */
+/** {@code forkpoint bench}: synthetic model generation, engine comparison against llama.cpp, serving and cache benchmarks, the load probe, and JMH. */
 @Command(name = "forkpoint bench", mixinStandardHelpOptions = true,
-        subcommands = {GenerateCommand.class, CompareCommand.class, ConcurrencyCommand.class, FormatsCommand.class, JmhCommand.class, CommandLine.HelpCommand.class},
+        subcommands = {GenerateCommand.class, CompareCommand.class, ConcurrencyCommand.class, FormatsCommand.class, CacheCommand.class,
+                dev.forkpoint.bench.probe.ProbeCommand.class, JmhCommand.class, CommandLine.HelpCommand.class},
         description = "Benchmarks for Forkpoint.")
 public final class BenchMain implements Runnable {
 
@@ -24,11 +25,15 @@ public final class BenchMain implements Runnable {
         System.exit(commandLine().execute(args));
     }
 
-    static CommandLine commandLine() {
+    public static CommandLine commandLine() {
         return new CommandLine(new BenchMain()).setExecutionExceptionHandler((ex, cl, parsed) -> {
             if (ex instanceof InvalidInputException || ex instanceof IOException) {
                 cl.getErr().println("error: " + ex.getMessage());
                 return 2;
+            }
+            if (ex instanceof dev.forkpoint.bench.probe.ProbeException) {   // the server or the network, not the arguments
+                cl.getErr().println("error: " + ex.getMessage());
+                return 1;
             }
             throw ex;
         });

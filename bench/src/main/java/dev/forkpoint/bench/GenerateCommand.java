@@ -12,7 +12,7 @@ import java.util.concurrent.Callable;
 @Command(name = "generate", mixinStandardHelpOptions = true,
         description = "Write a seeded random-weight Llama GGUF (tied embeddings, byte-level Llama 3-style vocabulary).")
 final class GenerateCommand implements Callable<Integer> {
-    @Option(names = "--shape", defaultValue = "llama-3.2-1b", description = "llama-3.2-1b or tiny (default: ${DEFAULT-VALUE})")
+    @Option(names = "--shape", defaultValue = "llama-3.2-1b", description = "llama-3.2-1b, tiny or long-context (default: ${DEFAULT-VALUE})")
     String shape;
 
     @Option(names = "--type", defaultValue = "q8_0", description = "f16, q8_0, q4_0 or q4_k_m (default: ${DEFAULT-VALUE})")

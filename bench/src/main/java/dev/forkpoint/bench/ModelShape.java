@@ -26,6 +26,15 @@ record ModelShape(String name, int dim, int layers, int headCount, int kvHeadCou
     static final ModelShape TINY = new ModelShape("tiny", 256, 2, 4, 2, 768, 320, 2048, 10_000f, 1e-5f, 8,
             Optional.empty());
 
+    /**
+     * A very small shape with a long context, for prefix-cache benchmarks on a CPU (`bench cache`): dim 64, 2 layers,
+     * 2 heads of 32, 1 KV head, FFN 128, the 320-token byte-level vocabulary, context 131 072. A 65 536-token prefill
+     * is then dominated by attention over the prompt, not by the weights. Rows are multiples of 32, not 256: f16,
+     * q8_0 and q4_0 only.
+     */
+    static final ModelShape LONG_CONTEXT = new ModelShape("long-context", 64, 1, 1, 1, 128, 320, 131_072, 10_000f, 1e-5f, 8,
+            Optional.empty());
+
     ModelShape {
         if (dim % headCount != 0) throw new IllegalArgumentException("dim " + dim + " is not a multiple of " + headCount + " heads");
         if (headCount % kvHeadCount != 0) throw new IllegalArgumentException(headCount + " heads do not group into " + kvHeadCount + " KV heads");
@@ -36,7 +45,8 @@ record ModelShape(String name, int dim, int layers, int headCount, int kvHeadCou
         return switch (name.toLowerCase()) {
             case "llama-3.2-1b" -> LLAMA_3_2_1B;
             case "tiny" -> TINY;
-            default -> throw new InvalidInputException("unknown shape '" + name + "' (known: llama-3.2-1b, tiny)");
+            case "long-context" -> LONG_CONTEXT;
+            default -> throw new InvalidInputException("unknown shape '" + name + "' (known: llama-3.2-1b, tiny, long-context)");
         };
     }
 
