@@ -42,6 +42,13 @@ final class TokenizerJson {
             "llama-bpe", LLAMA3_REGEX, "llama3", LLAMA3_REGEX, "llama-v3", LLAMA3_REGEX, "smaug-bpe", LLAMA3_REGEX,
             "qwen2", QWEN2_REGEX, "deepseek-r1-qwen", QWEN2_REGEX);
     private static final java.util.Set<String> GPT2_PRE = java.util.Set.of("gpt2", "gpt-2", "phi-2");
+    /**
+     * llama.cpp's "default" byte-level pre-tokenizer: four expressions applied one after another, each splitting the
+     * pieces the previous one left (punctuation runs, GPT-2's expression, digit runs, then digit triples) — in Hugging
+     * Face terms a Sequence of Isolated Splits.
+     */
+    static final List<String> DEFAULT_REGEXES = List.of("[\\p{P}\\$\\+<=>\\^~\\|]+",
+            "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)", "\\p{N}+", "[0-9][0-9][0-9]");
     private static final java.util.Set<String> IGNORE_MERGES = java.util.Set.of("llama-bpe", "llama3", "llama-v3");
 
     private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
@@ -148,17 +155,19 @@ final class TokenizerJson {
             else o.putNull("normalizer");
             if (GPT2_PRE.contains(pre)) {
                 o.set("pre_tokenizer", byteLevel(true));
-            } else if (PRE_REGEX.containsKey(pre)) {
+            } else if (PRE_REGEX.containsKey(pre) || pre.equals("default")) {
                 ObjectNode seq = o.putObject("pre_tokenizer");
                 seq.put("type", "Sequence");
                 ArrayNode ps = seq.putArray("pretokenizers");
-                ObjectNode split = ps.addObject().put("type", "Split");
-                split.putObject("pattern").put("Regex", PRE_REGEX.get(pre));
-                split.put("behavior", "Isolated").put("invert", false);
+                for (String regex : pre.equals("default") ? DEFAULT_REGEXES : List.of(PRE_REGEX.get(pre))) {
+                    ObjectNode split = ps.addObject().put("type", "Split");
+                    split.putObject("pattern").put("Regex", regex);
+                    split.put("behavior", "Isolated").put("invert", false);
+                }
                 ps.add(byteLevel(false));
             } else {
                 throw new ModelFormatException(f.path(), "metadata tokenizer.ggml.pre", "pre-tokenizer \"" + pre
-                        + "\" has no known Hugging Face equivalent; supported: gpt2, llama-bpe, qwen2 and their aliases");
+                        + "\" has no known Hugging Face equivalent; supported: default, gpt2, llama-bpe, qwen2 and their aliases");
             }
             o.set("post_processor", addBos || addEos ? template() : byteLevel(false).put("trim_offsets", false));
             o.set("decoder", byteLevel(false));

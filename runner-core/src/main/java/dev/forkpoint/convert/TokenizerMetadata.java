@@ -166,20 +166,22 @@ final class TokenizerMetadata {
         if (pre.path("type").asText().equals("Sequence")) pre.path("pretokenizers").forEach(parts::add);
         else parts.add(pre);
         String regex = null;
+        List<String> regexes = new ArrayList<>();
         boolean byteLevelRegex = false;
         for (JsonNode p : parts) {
             switch (p.path("type").asText()) {
-                case "Split" -> regex = p.path("pattern").path("Regex").asText(null);
+                case "Split" -> regexes.add(regex = p.path("pattern").path("Regex").asText(null));
                 case "ByteLevel" -> byteLevelRegex = p.path("use_regex").asBoolean(true);
                 default -> { }
             }
         }
         if (regex == null && byteLevelRegex) return "gpt-2";
+        if (regexes.equals(TokenizerJson.DEFAULT_REGEXES)) return "default";
         String norm = regex == null ? "" : regex.replace("(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])", "(?i:'s|'t|'re|'ve|'m|'ll|'d)");
         if (norm.equals(TokenizerJson.LLAMA3_REGEX)) return "llama-bpe";
         if (norm.equals(TokenizerJson.QWEN2_REGEX)) return "qwen2";
         throw new ModelFormatException(file, "pre_tokenizer", "the byte-level pre-tokenizer " + (regex == null ? pre.toString() : "regex " + regex)
-                + " matches no pre-tokenizer Forkpoint knows (gpt-2, llama-bpe, qwen2)");
+                + " matches no pre-tokenizer Forkpoint knows (default, gpt-2, llama-bpe, qwen2)");
     }
 
     private static int tokenId(JsonNode tc, String field, Map<String, Integer> idOf, int fallback) {
