@@ -5,6 +5,7 @@ import dev.forkpoint.tensor.AffineFormat;
 import dev.forkpoint.tensor.AffineTensor;
 import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
@@ -48,6 +49,7 @@ final class AffineMatrix implements PackedMatrix {
     private static final int BL = KernelSupport.BL;
     private static final int BYTE_PARTS = KernelSupport.BYTE_PARTS;
     private static final VectorSpecies<Float> F = KernelSupport.F;
+    private static final VectorSpecies<Integer> I = KernelSupport.I;
     private static final int L = KernelSupport.L;
     private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(LE);
 
@@ -167,13 +169,26 @@ final class AffineMatrix implements PackedMatrix {
                 }
             }
             case 2 -> {
-                for (int g = 0; g < groups; g++) {
+                int g = 0;
+                for (; g + L <= groups; g += L) {
+                    long at = 2 * (g0 + g);
+                    ((IntVector) ShortVector.fromMemorySegment(S, scales, at, LE).convertShape(VectorOperators.S2I, I, 0))
+                            .lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().intoArray(sc, g);
+                    ((IntVector) ShortVector.fromMemorySegment(S, biases, at, LE).convertShape(VectorOperators.S2I, I, 0))
+                            .lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().intoArray(bs, g);
+                }
+                for (; g < groups; g++) {
                     sc[g] = Float.intBitsToFloat(scales.get(I16, 2 * (g0 + g)) << 16);
                     bs[g] = Float.intBitsToFloat(biases.get(I16, 2 * (g0 + g)) << 16);
                 }
             }
             default -> {
-                for (int g = 0; g < groups; g++) {
+                int g = 0;
+                for (; g + L <= groups; g += L) {
+                    FloatVector.fromMemorySegment(F, scales, 4 * (g0 + g), LE).intoArray(sc, g);
+                    FloatVector.fromMemorySegment(F, biases, 4 * (g0 + g), LE).intoArray(bs, g);
+                }
+                for (; g < groups; g++) {
                     sc[g] = scales.get(F32, 4 * (g0 + g));
                     bs[g] = biases.get(F32, 4 * (g0 + g));
                 }
