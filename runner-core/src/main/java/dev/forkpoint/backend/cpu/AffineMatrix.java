@@ -5,6 +5,7 @@ import dev.forkpoint.tensor.AffineFormat;
 import dev.forkpoint.tensor.AffineTensor;
 import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
@@ -22,7 +23,11 @@ import static dev.forkpoint.backend.cpu.KernelSupport.LE;
  * <p><b>Decode</b> (n ≤ {@link KernelSupport#DECODE_MAX_ROWS}) quantises the activations to Q8_0 blocks of 32
  * (d_k = f16(amax/127), q_x = rint(x·127/amax), as for Q4_0 and Q8_0 weights) and computes per row
  * <pre>Σ_k s_g(k) · d_k · Σ_{j∈k} q_j·q_x,j  +  Σ_g b_g · X_g,   X_g = Σ_{k∈g} d_k · Σ_{j∈k} q_x,j</pre>
- * where the group sums X_g are computed once per token and the integer dot products are exact in 16-bit lanes:
+ * where the group sums X_g are computed once per token. A row's scales and biases are converted to floats once
+ * per row and call into a per-task scratch of one float per group (2·groups floats, shared by the call's tokens;
+ * the weights themselves are never copied), so the hot loops read s_g from a float array and the bias term is a
+ * vector dot product of b and X folded into the row's accumulators. The integer dot products are exact in 16-bit
+ * lanes:
  * <ul>
  * <li>4 bits: each byte holds elements 2i (low nibble) and 2i+1 (high nibble); the activation quants are stored
  * de-interleaved per 2L elements (evens, then odds) so that one byte load feeds two multiplies; a block's
@@ -44,6 +49,7 @@ final class AffineMatrix implements PackedMatrix {
     private static final int BL = KernelSupport.BL;
     private static final int BYTE_PARTS = KernelSupport.BYTE_PARTS;
     private static final VectorSpecies<Float> F = KernelSupport.F;
+    private static final VectorSpecies<Integer> I = KernelSupport.I;
     private static final int L = KernelSupport.L;
     private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(LE);
 
@@ -95,19 +101,23 @@ final class AffineMatrix implements PackedMatrix {
         float[] xs = groupSums(a.q(), d, n);
         short[] q = bits == 4 ? deinterleave(a.q()) : a.q();
         pool.runRanges(rows, KernelSupport.parts(pool), 8, (from, to) -> {
+            float[] sc = new float[groups], bs = new float[groups];
             if (bits == 4) {
                 for (int r = from; r < to; r++) {
-                    for (int t = 0; t < n; t++) out[t * rows + r] = dot4(r, q, d, t) + biasTerm(r, xs, t);
+                    rowScales(r, sc, bs);
+                    for (int t = 0; t < n; t++) out[t * rows + r] = dot4(r, q, d, t, sc, bs, xs);
                 }
             } else if (bits == 8) {
                 for (int r = from; r < to; r++) {
-                    for (int t = 0; t < n; t++) out[t * rows + r] = dot8(r, q, d, t) + biasTerm(r, xs, t);
+                    rowScales(r, sc, bs);
+                    for (int t = 0; t < n; t++) out[t * rows + r] = dot8(r, q, d, t, sc, bs, xs);
                 }
             } else {
                 short[] codes = new short[cols];
                 for (int r = from; r < to; r++) {
                     unpackRow(r, codes);
-                    for (int t = 0; t < n; t++) out[t * rows + r] = dotCodes(r, codes, q, d, t) + biasTerm(r, xs, t);
+                    rowScales(r, sc, bs);
+                    for (int t = 0; t < n; t++) out[t * rows + r] = dotCodes(codes, q, d, t, sc, bs, xs);
                 }
             }
         });
@@ -144,43 +154,49 @@ final class AffineMatrix implements PackedMatrix {
     }
 
     /**
-     * Σ_g b'_g · X_g for row r and token t, with b' = b (+ 128·s for 8 bits, whose codes the kernel offsets): four
-     * partial sums over g mod 4 (added as (p0 + p1) + (p2 + p3)) so that the additions do not wait on each other.
+     * Row r's scales and the biases the kernels pair with their codes (b, or b + 128·s for 8 bits, whose codes the
+     * kernels use as q − 128) as floats, into the caller's scratch of one float per group. Converted once per row
+     * and call (shared by all tokens) instead of once per block and token: the hot loops read plain floats.
      */
-    private float biasTerm(int r, float[] xs, int t) {
+    private void rowScales(int r, float[] sc, float[] bs) {
         long g0 = (long) r * groups;
-        int x0 = t * groups;
-        float p0 = 0, p1 = 0, p2 = 0, p3 = 0;
-        int g = 0;
-        for (; g + 3 < groups; g += 4) {
-            p0 += biasOf(g0 + g) * xs[x0 + g];
-            p1 += biasOf(g0 + g + 1) * xs[x0 + g + 1];
-            p2 += biasOf(g0 + g + 2) * xs[x0 + g + 2];
-            p3 += biasOf(g0 + g + 3) * xs[x0 + g + 3];
+        switch (scaleKind) {
+            case 1 -> {
+                float[] half = KernelSupport.HALF_TO_FLOAT;
+                for (int g = 0; g < groups; g++) {
+                    sc[g] = half[scales.get(I16, 2 * (g0 + g)) & 0xffff];
+                    bs[g] = half[biases.get(I16, 2 * (g0 + g)) & 0xffff];
+                }
+            }
+            case 2 -> {
+                int g = 0;
+                for (; g + L <= groups; g += L) {
+                    long at = 2 * (g0 + g);
+                    ((IntVector) ShortVector.fromMemorySegment(S, scales, at, LE).convertShape(VectorOperators.S2I, I, 0))
+                            .lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().intoArray(sc, g);
+                    ((IntVector) ShortVector.fromMemorySegment(S, biases, at, LE).convertShape(VectorOperators.S2I, I, 0))
+                            .lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats().intoArray(bs, g);
+                }
+                for (; g < groups; g++) {
+                    sc[g] = Float.intBitsToFloat(scales.get(I16, 2 * (g0 + g)) << 16);
+                    bs[g] = Float.intBitsToFloat(biases.get(I16, 2 * (g0 + g)) << 16);
+                }
+            }
+            default -> {
+                int g = 0;
+                for (; g + L <= groups; g += L) {
+                    FloatVector.fromMemorySegment(F, scales, 4 * (g0 + g), LE).intoArray(sc, g);
+                    FloatVector.fromMemorySegment(F, biases, 4 * (g0 + g), LE).intoArray(bs, g);
+                }
+                for (; g < groups; g++) {
+                    sc[g] = scales.get(F32, 4 * (g0 + g));
+                    bs[g] = biases.get(F32, 4 * (g0 + g));
+                }
+            }
         }
-        for (; g < groups; g++) p0 += biasOf(g0 + g) * xs[x0 + g];
-        return (p0 + p1) + (p2 + p3);
-    }
-
-    /** The bias the kernels pair with their codes: b, or b + 128·s for 8 bits (codes used as q − 128). */
-    private float biasOf(long i) {
-        return bits == 8 ? bias(i) + 128f * scale(i) : bias(i);
-    }
-
-    private float scale(long i) {
-        return switch (scaleKind) {
-            case 1 -> KernelSupport.HALF_TO_FLOAT[scales.get(I16, 2 * i) & 0xffff];
-            case 2 -> Float.intBitsToFloat(scales.get(I16, 2 * i) << 16);
-            default -> scales.get(F32, 4 * i);
-        };
-    }
-
-    private float bias(long i) {
-        return switch (scaleKind) {
-            case 1 -> KernelSupport.HALF_TO_FLOAT[biases.get(I16, 2 * i) & 0xffff];
-            case 2 -> Float.intBitsToFloat(biases.get(I16, 2 * i) << 16);
-            default -> biases.get(F32, 4 * i);
-        };
+        if (bits == 8) {
+            for (int g = 0; g < groups; g++) bs[g] += 128f * sc[g];
+        }
     }
 
     /**
@@ -189,12 +205,16 @@ final class AffineMatrix implements PackedMatrix {
      * activation quants and folded into one short vector, converted once and added by an FMA; even and odd blocks go
      * to two accumulators.
      */
-    private float dot4(int r, short[] q, float[] d, int t) {
+    private float dot4(int r, short[] q, float[] d, int t, float[] sc, float[] bs, float[] xs) {
         MemorySegment w = packed;
         long base = r * rowBytes;
-        long g0 = (long) r * groups;
         int b0 = t * blocks;
+        int gs = groupShift, x0 = t * groups;
         FloatVector acc0 = FloatVector.zero(F), acc1 = acc0;
+        int g = 0;
+        for (; g + L <= groups; g += L) acc1 = FloatVector.fromArray(F, bs, g).fma(FloatVector.fromArray(F, xs, x0 + g), acc1);
+        float tail = 0;
+        for (; g < groups; g++) tail += bs[g] * xs[x0 + g];
         int b = 0;
         for (; b + 1 < blocks; b += 2) {
             long o = base + (long) b * 16;
@@ -208,7 +228,7 @@ final class AffineMatrix implements PackedMatrix {
                         .add(v.lanewise(VectorOperators.LSHR, 4).mul(ShortVector.fromArray(S, q, qi + L)));
             }
             acc0 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0))
-                    .fma(FloatVector.broadcast(F, scale(g0 + (b >> groupShift)) * d[bi]), acc0);
+                    .fma(FloatVector.broadcast(F, sc[b >> gs] * d[bi]), acc0);
             long o1 = o + 16;
             int bi1 = bi + 1;
             ShortVector p1 = ShortVector.zero(S);
@@ -220,7 +240,7 @@ final class AffineMatrix implements PackedMatrix {
                         .add(u.lanewise(VectorOperators.LSHR, 4).mul(ShortVector.fromArray(S, q, qi + L)));
             }
             acc1 = ((FloatVector) p1.convertShape(VectorOperators.S2F, F, 0))
-                    .fma(FloatVector.broadcast(F, scale(g0 + ((b + 1) >> groupShift)) * d[bi1]), acc1);
+                    .fma(FloatVector.broadcast(F, sc[(b + 1) >> gs] * d[bi1]), acc1);
         }
         if (b < blocks) {
             long o = base + (long) b * 16;
@@ -234,9 +254,9 @@ final class AffineMatrix implements PackedMatrix {
                         .add(v.lanewise(VectorOperators.LSHR, 4).mul(ShortVector.fromArray(S, q, qi + L)));
             }
             acc0 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0))
-                    .fma(FloatVector.broadcast(F, scale(g0 + (b >> groupShift)) * d[bi]), acc0);
+                    .fma(FloatVector.broadcast(F, sc[b >> gs] * d[bi]), acc0);
         }
-        return KernelSupport.sum(acc0.add(acc1));
+        return KernelSupport.sum(acc0.add(acc1)) + tail;
     }
 
     /**
@@ -244,17 +264,21 @@ final class AffineMatrix implements PackedMatrix {
      * loads (sign bit flipped, sign-extended) times the activation quants, each converted and added by an FMA; even
      * and odd blocks go to two accumulators.
      */
-    private float dot8(int r, short[] q, float[] d, int t) {
+    private float dot8(int r, short[] q, float[] d, int t, float[] sc, float[] bs, float[] xs) {
         MemorySegment w = packed;
         long base = r * rowBytes;
-        long g0 = (long) r * groups;
         int b0 = t * blocks;
+        int gs = groupShift, x0 = t * groups;
         FloatVector acc0 = FloatVector.zero(F), acc1 = acc0;
+        int g = 0;
+        for (; g + L <= groups; g += L) acc1 = FloatVector.fromArray(F, bs, g).fma(FloatVector.fromArray(F, xs, x0 + g), acc1);
+        float tail = 0;
+        for (; g < groups; g++) tail += bs[g] * xs[x0 + g];
         int b = 0;
         for (; b + 1 < blocks; b += 2) {
             long o = base + (long) b * 32;
             int bi = b0 + b;
-            FloatVector s0 = FloatVector.broadcast(F, scale(g0 + (b >> groupShift)) * d[bi]);
+            FloatVector s0 = FloatVector.broadcast(F, sc[b >> gs] * d[bi]);
             for (int j = 0; j < 32; j += 2 * L) {
                 ShortVector w0 = (ShortVector) ByteVector.fromMemorySegment(B, w, o + (j & -BL), LE)
                         .lanewise(VectorOperators.XOR, (byte) 0x80)
@@ -268,7 +292,7 @@ final class AffineMatrix implements PackedMatrix {
             }
             long o1 = o + 32;
             int bi1 = bi + 1;
-            FloatVector s1 = FloatVector.broadcast(F, scale(g0 + ((b + 1) >> groupShift)) * d[bi1]);
+            FloatVector s1 = FloatVector.broadcast(F, sc[(b + 1) >> gs] * d[bi1]);
             for (int j = 0; j < 32; j += 2 * L) {
                 ShortVector u0 = (ShortVector) ByteVector.fromMemorySegment(B, w, o1 + (j & -BL), LE)
                         .lanewise(VectorOperators.XOR, (byte) 0x80)
@@ -284,7 +308,7 @@ final class AffineMatrix implements PackedMatrix {
         if (b < blocks) {
             long o = base + (long) b * 32;
             int bi = b0 + b;
-            FloatVector s0 = FloatVector.broadcast(F, scale(g0 + (b >> groupShift)) * d[bi]);
+            FloatVector s0 = FloatVector.broadcast(F, sc[b >> gs] * d[bi]);
             for (int j = 0; j < 32; j += 2 * L) {
                 ShortVector w0 = (ShortVector) ByteVector.fromMemorySegment(B, w, o + (j & -BL), LE)
                         .lanewise(VectorOperators.XOR, (byte) 0x80)
@@ -297,16 +321,20 @@ final class AffineMatrix implements PackedMatrix {
                 acc0 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(s0, acc0);
             }
         }
-        return KernelSupport.sum(acc0.add(acc1));
+        return KernelSupport.sum(acc0.add(acc1)) + tail;
     }
 
     /** 2, 3, 5, 6 bits: Σ_k s · d_k · Σ q·q_x over a row's codes unpacked to shorts (pair sums, as {@link #dot8}). */
-    private float dotCodes(int r, short[] c, short[] q, float[] d, int t) {
-        long g0 = (long) r * groups;
+    private float dotCodes(short[] c, short[] q, float[] d, int t, float[] sc, float[] bs, float[] xs) {
         int b0 = t * blocks;
+        int gs = groupShift, x0 = t * groups;
         FloatVector acc = FloatVector.zero(F);
+        int g = 0;
+        for (; g + L <= groups; g += L) acc = FloatVector.fromArray(F, bs, g).fma(FloatVector.fromArray(F, xs, x0 + g), acc);
+        float tail = 0;
+        for (; g < groups; g++) tail += bs[g] * xs[x0 + g];
         for (int b = 0; b < blocks; b++) {
-            FloatVector s = FloatVector.broadcast(F, scale(g0 + (b >> groupShift)) * d[b0 + b]);
+            FloatVector s = FloatVector.broadcast(F, sc[b >> gs] * d[b0 + b]);
             for (int j = 0; j < 32; j += 2 * L) {
                 int ci = b * 32 + j, qi = (b0 + b) * 32 + j;
                 ShortVector p = ShortVector.fromArray(S, c, ci).mul(ShortVector.fromArray(S, q, qi))
@@ -314,7 +342,7 @@ final class AffineMatrix implements PackedMatrix {
                 acc = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(s, acc);
             }
         }
-        return KernelSupport.sum(acc);
+        return KernelSupport.sum(acc) + tail;
     }
 
     /** Row r's codes as shorts: 8 codes fill exactly {@code bits} bytes, read as one little-endian long. */
