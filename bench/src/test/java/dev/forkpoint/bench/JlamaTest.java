@@ -49,6 +49,32 @@ class JlamaTest {
         assertTrue(e.getMessage().contains("--jlama-requantize q5"), e.getMessage());
     }
 
+    @Test
+    void ropeScalingOtherThanLinearIsNotedBecauseJlamaIgnoresIt() throws Exception {
+        Path folder = java.nio.file.Files.createDirectories(dir.resolve("cfg"));
+        java.nio.file.Files.writeString(folder.resolve("config.json"),
+                "{\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 32.0, \"low_freq_factor\": 1.0}}");
+        String note = Jlama.ropeScalingNote(folder);
+        assertNotNull(note);
+        assertTrue(note.contains("'llama3'"), note);
+        java.nio.file.Files.writeString(folder.resolve("config.json"), "{\"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}}");
+        assertNull(Jlama.ropeScalingNote(folder));
+        java.nio.file.Files.writeString(folder.resolve("config.json"), "{\"rope_scaling\": null}");
+        assertNull(Jlama.ropeScalingNote(folder));
+    }
+
+    /** Without llama.cpp, prompt token counts are still compared (with the first measured engine's). */
+    @Test
+    void promptTokenCountsAreComparedWithoutLlamaCpp() {
+        var a = CompareReport.EngineReport.measured("forkpoint", 1, 1, 15, List.of(new EngineRun(16, 1_000_000, 4, 1_000_000, 3_000_000, "engine")));
+        var b = CompareReport.EngineReport.measured("jlama", 1, 1, 15, List.of(new EngineRun(16, 1_000_000, 4, 1_000_000, 3_000_000, "callbacks")));
+        var c = CompareReport.EngineReport.measured("jlama", 1, 1, 17, List.of(new EngineRun(18, 1_000_000, 4, 1_000_000, 3_000_000, "callbacks")));
+        assertTrue(CompareReport.ThreadsResult.of(1, List.of(a, b)).promptTokensEqual());
+        var unequal = CompareReport.ThreadsResult.of(1, List.of(a, c));
+        assertFalse(unequal.promptTokensEqual());
+        assertTrue(unequal.ratios().isEmpty(), "no ratios without llama.cpp");
+    }
+
     /**
      * Forkpoint and Jlama on the same exported folder pick the same greedy tokens: each of Forkpoint's token ids, as
      * Jlama's own tokenizer spells it, is what Jlama streamed at that step.
