@@ -65,9 +65,9 @@ final class CompareCommand implements Callable<Integer> {
                     + "folder exported for Jlama) (default: ${DEFAULT-VALUE})")
     List<String> engineNames;
 
-    @Option(names = "--jlama-requantize", paramLabel = "q4|i8|f16",
+    @Option(names = "--jlama-requantize", paramLabel = "q4|f16",
             description = "measure Jlama on a GGUF with quantised blocks anyway: on the weights dequantised to F16, as they are "
-                    + "(f16) or quantised by Jlama to its Q4 or I8; the row says these are not the same weights")
+                    + "(f16) or quantised by Jlama to its Q4; the row says these are not the same weights")
     String jlamaRequantize;
 
     @Option(names = "--jlama-log", description = "echo Jlama's log to stderr")

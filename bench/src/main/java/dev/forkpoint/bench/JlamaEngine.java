@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 
@@ -26,17 +27,27 @@ final class JlamaEngine implements BenchEngine {
 
     /**
      * Starts the child on {@code folder} and waits until Jlama has loaded it; {@code weights} is
-     * {@link JlamaWorker#AS_IS} or the Jlama type (Q4, I8) to quantise to while loading.
+     * {@link JlamaWorker#AS_IS} or the Jlama type (Q4) to quantise to first. The child's heap is sized for Jlama's
+     * load: it widens F16 weights to F32 on the Java heap (2 × the folder's bytes, plus 1 GiB for the rest).
      */
     static JlamaEngine start(String name, Path folder, int threads, String weights, boolean echoLog) throws IOException {
         String java = ProcessHandle.current().info().command().orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        List<String> cmd = List.of(java, "--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED",
+        long heapMb = (2 * safetensorsBytes(folder) >> 20) + 1024;
+        List<String> cmd = List.of(java, "-Xmx" + heapMb + "m", "--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED",
                 "--sun-misc-unsafe-memory-access=allow", "-Djdk.incubator.vector.VECTOR_ACCESS_OOB_CHECK=0",
                 // Jlama otherwise looks for its optional native library (jlama-native) first and logs that it is missing.
                 "-Djlama.force_panama_tensor_operations=true", "-XX:+UseParallelGC",
                 "-cp", System.getProperty("java.class.path"), JlamaWorker.class.getName(),
                 folder.toAbsolutePath().toString(), Integer.toString(threads), weights);
         return new JlamaEngine(name, new ProcessBuilder(cmd).start(), echoLog);
+    }
+
+    private static long safetensorsBytes(Path folder) throws IOException {
+        try (var files = Files.list(folder)) {
+            long sum = 0;
+            for (Path p : files.filter(p -> p.getFileName().toString().endsWith(".safetensors")).toList()) sum += Files.size(p);
+            return sum;
+        }
     }
 
     @Override

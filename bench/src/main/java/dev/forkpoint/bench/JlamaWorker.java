@@ -5,22 +5,31 @@ import com.github.tjake.jlama.model.AbstractModel;
 import com.github.tjake.jlama.model.ModelSupport;
 import com.github.tjake.jlama.model.functions.Generator;
 import com.github.tjake.jlama.safetensors.DType;
+import com.github.tjake.jlama.safetensors.SafeTensorSupport;
 import com.github.tjake.jlama.safetensors.prompt.PromptContext;
+import com.github.tjake.jlama.util.PhysicalCoreExecutor;
 
 import java.io.BufferedReader;
 import java.io.File;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Optional;
 import java.util.UUID;
 
 /**
  * The child process that runs Jlama (com.github.tjake:jlama-core) for {@link JlamaEngine}: Jlama's thread pool is
  * sized once per process, and its memory and log output stay apart from Forkpoint's. Arguments: FOLDER THREADS
- * WEIGHTS, where WEIGHTS is {@code as-is} (the folder's own floats) or a Jlama type to quantise the weights to while
- * loading ({@code Q4}, {@code I8}). Commands on stdin, one per line: {@code tokenize TEXT}, {@code run MAX_TOKENS TEXT},
+ * WEIGHTS, where WEIGHTS is {@code as-is} (the folder's own floats) or a Jlama type ({@code Q4}): the
+ * folder is then first quantised by Jlama's own quantiser ({@code SafeTensorSupport.quantizeModel}, what its
+ * {@code quantize} command runs) into a sibling folder {@code FOLDER-jlama-q4} (reused by later workers), which is
+ * loaded instead; Jlama's load-time quantisation ({@code loadModel}'s {@code modelQuantization}) fails in 0.8.4 on
+ * such a folder (an F32 × Q4 dot product in attention). Commands on stdin, one per line: {@code tokenize TEXT}, {@code run MAX_TOKENS TEXT},
  * {@code rss}, {@code quit}. Replies on stdout start with {@link LlamaCppWorker#REPLY}; Jlama logs to stderr.
  *
  * <p>{@code run} calls Jlama's own {@code generate} (greedy: temperature 0, a fresh session so nothing is reused)
@@ -37,7 +46,7 @@ public final class JlamaWorker {
 
     public static void main(String[] args) throws Exception {
         if (args.length != 3) {
-            System.err.println("usage: JlamaWorker FOLDER THREADS as-is|Q4|I8");
+            System.err.println("usage: JlamaWorker FOLDER THREADS as-is|Q4");
             System.exit(2);
         }
         int threads = Integer.parseInt(args[1]);
@@ -47,7 +56,9 @@ public final class JlamaWorker {
         int exit = 0;
         AbstractModel model = null;
         try {
-            model = ModelSupport.loadModel(new File(args[0]), null, DType.F32, workingQuantised, weights, Optional.of(threads));
+            PhysicalCoreExecutor.overrideThreadCount(threads);   // before anything (the quantiser too) starts Jlama's pool
+            File folder = weights.isPresent() ? quantised(Path.of(args[0]), weights.get()).toFile() : new File(args[0]);
+            model = ModelSupport.loadModel(folder, null, DType.F32, workingQuantised, Optional.empty(), Optional.empty());
             reply("loaded " + ResidentMemory.selfKb());
             var in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
             for (String line; (line = in.readLine()) != null; ) {
@@ -66,6 +77,7 @@ public final class JlamaWorker {
                 }
             }
         } catch (Throwable t) {
+            t.printStackTrace();   // into the log the parent keeps for its error message
             reply("error " + t);
             exit = 1;
         } finally {
@@ -73,6 +85,15 @@ public final class JlamaWorker {
         }
         System.out.flush();
         System.exit(exit);
+    }
+
+    /** {@code folder} quantised by Jlama to {@code type}, written next to it on first use. */
+    private static Path quantised(Path folder, DType type) throws IOException {
+        Path out = folder.resolveSibling(folder.getFileName() + "-jlama-" + type.name().toLowerCase(Locale.ROOT));
+        if (Files.isRegularFile(out.resolve("model.safetensors"))) return out;
+        Path readme = folder.resolve("README.md");   // Jlama's quantiser copies it along with the config and tokenizer
+        if (!Files.exists(readme)) Files.writeString(readme, "Exported by forkpoint bench compare for Jlama.\n");
+        return SafeTensorSupport.quantizeModel(folder, type, new String[0], new String[0], Optional.of(out));
     }
 
     /** Tokens of an encoding, not counting a leading BOS (Jlama's generate adds its own). */

@@ -53,6 +53,25 @@ class CompareCommandTest {
         }
     }
 
+    /** On block-quantised weights Jlama runs only when asked, on its own Q4, and its row says it is not the same weights. */
+    @Test
+    void jlamaRunsRequantisedWeightsOnlyWhenAskedAndSaysSo() throws Exception {
+        Path model = new SyntheticModelWriter(ModelShape.TINY, FileType.Q4_0, 42, false, 2).write(dir.resolve("q4.gguf")).path();
+        Path json = dir.resolve("q4.json");
+        int rc = BenchMain.commandLine().execute("compare", "--model", model.toString(), "--threads", "1", "--runs", "1",
+                "--prompt-tokens", "16", "--gen-tokens", "4", "--engines", "forkpoint,jlama,forkpoint-hf", "--jlama-requantize", "q4",
+                "--json", json.toString());
+        assertEquals(0, rc);
+        JsonNode engines = new ObjectMapper().readTree(json.toFile()).get("results").get(0).get("engines");
+        assertEquals(2, engines.size(), "forkpoint-hf does not run re-quantised weights: " + engines);
+        JsonNode jlama = engines.get(1);
+        assertEquals("jlama (re-quantised from Q4_0 to Q4, not the same weights)", jlama.get("engine").asText());
+        assertEquals("measured", jlama.get("status").asText());
+        assertTrue(jlama.get("note").asText().startsWith("NOT the same weights"), jlama.get("note").asText());
+        assertEquals(16, jlama.get("runs").get(0).get("promptTokens").asInt());
+        assertEquals(4, jlama.get("runs").get(0).get("generatedTokens").asInt());
+    }
+
     /** Whether a leftover export could be this test's (created after its model). */
     private static boolean isMine(Path p, Path model) {
         try {

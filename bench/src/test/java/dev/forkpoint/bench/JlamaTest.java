@@ -45,8 +45,8 @@ class JlamaTest {
                 && requantised.engineName().contains("not the same weights"), requantised.engineName());
         assertTrue(requantised.rowNote(null).startsWith("NOT the same weights"));
 
-        var e = assertThrows(dev.forkpoint.InvalidInputException.class, () -> Jlama.plan(q4, "q5"));
-        assertTrue(e.getMessage().contains("--jlama-requantize q5"), e.getMessage());
+        var e = assertThrows(dev.forkpoint.InvalidInputException.class, () -> Jlama.plan(q4, "i8"));
+        assertTrue(e.getMessage().contains("--jlama-requantize i8"), e.getMessage());
     }
 
     @Test
