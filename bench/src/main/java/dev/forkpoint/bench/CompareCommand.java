@@ -25,8 +25,8 @@ import java.util.concurrent.Callable;
  * thread count, for each thread count in {@code --threads}; runs alternate between the engines after one warm-up
  * each. Jlama reads Hugging Face folders, so the GGUF is exported once to a temporary folder (see {@link Jlama}: the
  * same weights for F32/F16/BF16 files; re-quantised, and labelled so, only with {@code --jlama-requantize});
- * Forkpoint also runs that folder as the row {@value ForkpointEngine#HF_FOLDER}. Run i uses the same prompt on every engine, and a different one from run i − 1, so
- * that no prefix cache can shorten a prefill. With {@code --out DIR}: report.json, report.csv, report.md (machine,
+ * Forkpoint also runs that folder as the row {@value ForkpointEngine#HF_FOLDER}. Run i uses the same prompt on every
+ * engine, and a different one from run i − 1, so that no prefix cache can shorten a prefill. With {@code --out DIR}: report.json, report.csv, report.md (machine,
  * command, table) and report.png; {@code --readme FILE} puts the Markdown into FILE between the report markers.
  */
 @Command(name = "compare", mixinStandardHelpOptions = true,
@@ -150,7 +150,6 @@ final class CompareCommand implements Callable<Integer> {
             if (names.contains(Jlama.ENGINE) && !runJlama) {
                 reports.add(CompareReport.EngineReport.notMeasured(Jlama.ENGINE, Jlama.STATUS, jlama.reason()));
             }
-
             results.add(CompareReport.ThreadsResult.of(t, reports));
         }
         var report = new CompareReport(MachineInfo.current(), commandLine(), model.toString(), Files.size(model), promptTokens, genTokens,
