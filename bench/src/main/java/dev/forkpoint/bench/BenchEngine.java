@@ -3,7 +3,7 @@ package dev.forkpoint.bench;
 import java.io.IOException;
 
 /** An inference engine under comparison, with one model loaded. */
-sealed interface BenchEngine extends AutoCloseable permits ForkpointEngine, LlamaCppEngine {
+sealed interface BenchEngine extends AutoCloseable permits ForkpointEngine, LlamaCppEngine, JlamaEngine {
     String name();
 
     /** Tokens the engine's tokenizer makes of {@code text}, without BOS. */

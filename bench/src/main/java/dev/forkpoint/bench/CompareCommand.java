@@ -1,6 +1,8 @@
 package dev.forkpoint.bench;
 
 import dev.forkpoint.InvalidInputException;
+import dev.forkpoint.convert.ModelConverter;
+import dev.forkpoint.convert.MlxOptions;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -10,6 +12,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -18,14 +21,17 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 
 /**
- * {@code forkpoint bench compare}: Forkpoint against llama.cpp on the same GGUF, prompt, context and thread count
- * (Jlama gets a row saying why it is not measured, see {@link Jlama}), for each thread count in {@code --threads}; runs alternate between the
- * engines after one warm-up each. Run i uses the same prompt on every engine, and a different one from run i − 1, so
- * that no prefix cache can shorten a prefill. With {@code --out DIR}: report.json, report.csv, report.md (machine,
+ * {@code forkpoint bench compare}: Forkpoint against llama.cpp and Jlama on the same weights, prompt, context and
+ * thread count, for each thread count in {@code --threads}; runs alternate between the engines after one warm-up
+ * each. Jlama reads Hugging Face folders, so the GGUF is exported once to a temporary folder (see {@link Jlama}: the
+ * same weights for F32/F16/BF16 files; re-quantised, and labelled so, only with {@code --jlama-requantize});
+ * Forkpoint also runs that folder as the row {@value ForkpointEngine#HF_FOLDER}. Run i uses the same prompt on every
+ * engine, and a different one from run i − 1, so that no prefix cache can shorten a prefill. With {@code --out DIR}: report.json, report.csv, report.md (machine,
  * command, table) and report.png; {@code --readme FILE} puts the Markdown into FILE between the report markers.
  */
 @Command(name = "compare", mixinStandardHelpOptions = true,
-        description = "Compare Forkpoint's prefill and decode speed with llama.cpp (de.kherud:llama) on one GGUF; "
+        description = "Compare Forkpoint's prefill and decode speed with llama.cpp (de.kherud:llama) and Jlama "
+                + "(com.github.tjake:jlama-core, on the same weights exported to a Hugging Face folder) on one GGUF; "
                 + "with --out, a report (JSON, CSV, Markdown, PNG).")
 final class CompareCommand implements Callable<Integer> {
     @Spec
@@ -54,9 +60,18 @@ final class CompareCommand implements Callable<Integer> {
     @Option(names = "--seed", defaultValue = "1", description = "seed of the prompt texts (default: ${DEFAULT-VALUE})")
     long seed;
 
-    @Option(names = "--engines", split = ",", defaultValue = "forkpoint,llama.cpp,jlama",
-            description = "engines to include, comma-separated: forkpoint, llama.cpp, jlama (default: ${DEFAULT-VALUE})")
+    @Option(names = "--engines", split = ",", defaultValue = "forkpoint,llama.cpp,jlama,forkpoint-hf",
+            description = "engines to include, comma-separated: forkpoint, llama.cpp, jlama, forkpoint-hf (Forkpoint on the "
+                    + "folder exported for Jlama) (default: ${DEFAULT-VALUE})")
     List<String> engineNames;
+
+    @Option(names = "--jlama-requantize", paramLabel = "q4|f16",
+            description = "measure Jlama on a GGUF with quantised blocks anyway: on the weights dequantised to F16, as they are "
+                    + "(f16) or quantised by Jlama to its Q4; the row says these are not the same weights")
+    String jlamaRequantize;
+
+    @Option(names = "--jlama-log", description = "echo Jlama's log to stderr")
+    boolean jlamaLog;
 
     @Option(names = "--out", description = "write report.json, report.csv, report.md and report.png into this folder")
     Path out;
@@ -76,6 +91,13 @@ final class CompareCommand implements Callable<Integer> {
     @Option(names = "--llamacpp-log", description = "echo llama.cpp's log to stderr")
     boolean llamacppLog;
 
+    static final String FORKPOINT_HF = "forkpoint-hf";
+
+    /** The export for Jlama and forkpoint-hf, while {@link #call()} runs (null when neither runs). */
+    private Path hfFolder;
+    /** A note on Jlama's row about this model, or null. */
+    private String jlamaNote;
+
     @Override
     public Integer call() throws Exception {
         if (!Files.isRegularFile(model)) throw new InvalidInputException("model file " + model + " does not exist");
@@ -86,24 +108,48 @@ final class CompareCommand implements Callable<Integer> {
         for (int t : threads) if (t < 1) throw new InvalidInputException("--threads " + t + ": every thread count must be ≥ 1");
         List<String> names = forkpointOnly ? List.of("forkpoint") : llamacppOnly ? List.of(CompareReport.BASELINE) : List.copyOf(new LinkedHashSet<>(engineNames));
         for (String n : names) {
-            if (!List.of("forkpoint", CompareReport.BASELINE, Jlama.ENGINE).contains(n)) {
-                throw new InvalidInputException("--engines " + n + ": unknown engine (forkpoint, llama.cpp, jlama)");
+            if (!List.of(ForkpointEngine.NAME, CompareReport.BASELINE, Jlama.ENGINE, FORKPOINT_HF).contains(n)) {
+                throw new InvalidInputException("--engines " + n + ": unknown engine (forkpoint, llama.cpp, jlama, forkpoint-hf)");
             }
         }
+        Jlama jlama = Jlama.plan(model, jlamaRequantize);
+        boolean runJlama = names.contains(Jlama.ENGINE) && jlama.measured();
+        // Forkpoint on the export only when it holds the GGUF's own weights (otherwise the row would say nothing new).
+        boolean runForkpointHf = names.contains(FORKPOINT_HF) && jlama.sameWeights();
+        Path exportRoot = null;
+        try {
+            if (runJlama || runForkpointHf) {
+                exportRoot = Files.createTempDirectory("forkpoint-bench-hf-");
+                hfFolder = exportRoot.resolve("model");
+                long start = System.nanoTime();
+                ModelConverter.toMlx(model, hfFolder, MlxOptions.defaults().unquantised().withFloatType(jlama.exportFloatType()), (a, b) -> {});
+                System.out.printf(Locale.ROOT, "exported %s to %s (Hugging Face folder, %s) in %.1f s%n", model, hfFolder,
+                        jlama.sameWeights() ? "the same weights" : "dequantised weights", (System.nanoTime() - start) / 1e9);
+                jlamaNote = runJlama ? Jlama.ropeScalingNote(hfFolder) : null;
+            }
+            return compare(names, jlama, runJlama, runForkpointHf);
+        } finally {
+            if (exportRoot != null) deleteTree(exportRoot);
+        }
+    }
+
+    /** Measures and writes the report; {@code hfFolder} holds the export when Jlama or forkpoint-hf run. */
+    private int compare(List<String> names, Jlama jlama, boolean runJlama, boolean runForkpointHf) throws IOException {
         int ctx = (promptTokens + genTokens + 16 + 255) / 256 * 256;
         int batch = Math.min(this.batch, ctx);
         int chars = promptTokens - 1; // one token per character, plus BOS
         String warmupPrompt = PromptText.of(chars, seed * 1_000_003L);
         List<String> prompts = new ArrayList<>();
         for (int i = 0; i < runs; i++) prompts.add(PromptText.of(chars, seed * 1_000_003L + 1 + i));
-        String jlamaReason = names.contains(Jlama.ENGINE) ? Jlama.reason(model) : null;
 
         System.out.printf(Locale.ROOT, "model %s (%.2f GB), threads %s, prompt %d tokens (BOS + %d characters), %d generated, ctx %d, batch %d%n",
                 model, Files.size(model) / 1e9, threads, promptTokens, chars, genTokens, ctx, batch);
         List<CompareReport.ThreadsResult> results = new ArrayList<>();
         for (int t : threads) {
-            List<CompareReport.EngineReport> reports = measure(names, t, ctx, batch, warmupPrompt, prompts);
-            if (jlamaReason != null) reports.add(CompareReport.EngineReport.notMeasured(Jlama.ENGINE, Jlama.STATUS, jlamaReason));
+            List<CompareReport.EngineReport> reports = measure(names, jlama, runJlama, runForkpointHf, t, ctx, batch, warmupPrompt, prompts);
+            if (names.contains(Jlama.ENGINE) && !runJlama) {
+                reports.add(CompareReport.EngineReport.notMeasured(Jlama.ENGINE, Jlama.STATUS, jlama.reason()));
+            }
             results.add(CompareReport.ThreadsResult.of(t, reports));
         }
         var report = new CompareReport(MachineInfo.current(), commandLine(), model.toString(), Files.size(model), promptTokens, genTokens,
@@ -125,11 +171,12 @@ final class CompareCommand implements Callable<Integer> {
     }
 
     /** Loads the engines at {@code threads}, runs one warm-up each, then the alternating runs; closes them. */
-    private List<CompareReport.EngineReport> measure(List<String> names, int threads, int ctx, int batch, String warmupPrompt,
-                                                     List<String> prompts) throws IOException {
+    private List<CompareReport.EngineReport> measure(List<String> names, Jlama jlama, boolean runJlama, boolean runForkpointHf,
+                                                     int threads, int ctx, int batch, String warmupPrompt, List<String> prompts)
+            throws IOException {
         List<BenchEngine> engines = new ArrayList<>();
         try {
-            if (names.contains("forkpoint")) {
+            if (names.contains(ForkpointEngine.NAME)) {
                 // Loaded first, so its resident memory is measured before anything else runs.
                 engines.add(ForkpointEngine.load(model, threads, ctx, batch));
                 System.out.println("forkpoint loaded (" + threads + " threads), resident " + gb(engines.getLast().residentKbAfterLoad()));
@@ -137,6 +184,15 @@ final class CompareCommand implements Callable<Integer> {
             if (names.contains(CompareReport.BASELINE)) {
                 engines.add(LlamaCppEngine.start(model, threads, ctx, batch, llamacppLog));
                 System.out.println("llama.cpp loaded (child process, " + threads + " threads), resident " + gb(engines.getLast().residentKbAfterLoad()));
+            }
+            if (runJlama) {
+                engines.add(JlamaEngine.start(jlama.engineName(), hfFolder, threads, jlama.weights(), jlamaLog));
+                System.out.println("jlama loaded (child process, " + threads + " threads, weights " + jlama.weights() + "), resident "
+                        + gb(engines.getLast().residentKbAfterLoad()));
+            }
+            if (runForkpointHf) {
+                engines.add(ForkpointEngine.loadFolder(hfFolder, threads, ctx, batch));
+                System.out.println(ForkpointEngine.HF_FOLDER + " loaded (" + threads + " threads, same process as forkpoint)");
             }
             Map<BenchEngine, List<EngineRun>> results = new LinkedHashMap<>();
             Map<BenchEngine, Integer> counts = new LinkedHashMap<>();
@@ -158,11 +214,24 @@ final class CompareCommand implements Callable<Integer> {
             }
             List<CompareReport.EngineReport> reports = new ArrayList<>();
             for (BenchEngine e : engines) {
-                reports.add(CompareReport.EngineReport.measured(e.name(), e.residentKbAfterLoad(), e.residentKbNow(), counts.get(e), results.get(e)));
+                var r = CompareReport.EngineReport.measured(e.name(), e.residentKbAfterLoad(), e.residentKbNow(), counts.get(e), results.get(e));
+                if (e instanceof JlamaEngine) r = r.withNote(jlama.rowNote(jlamaNote));
+                if (e.name().equals(ForkpointEngine.HF_FOLDER)) {
+                    r = r.withNote("the folder exported for Jlama (same weights); shares the process with forkpoint, so its resident memory is not its own");
+                }
+                reports.add(r);
             }
             return reports;
         } finally {
             for (BenchEngine e : engines) e.close();
+        }
+    }
+
+    private static void deleteTree(Path root) {
+        try (var paths = Files.walk(root)) {
+            for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) Files.deleteIfExists(p);
+        } catch (IOException e) {
+            System.err.println("could not delete the exported folder " + root + ": " + e.getMessage());
         }
     }
 

@@ -17,7 +17,10 @@ record CompareReport(Machine machine, String command, String model, long modelBy
     /** Where it ran: CPU model, logical CPUs, memory, OS, JVM. */
     record Machine(String cpu, int logicalCpus, long memoryKb, String os, String jvm) {}
 
-    /** One engine at one thread count. Summaries and resident figures are null/−1 unless status is "measured". */
+    /**
+     * One engine at one thread count. Summaries and resident figures are null/−1 unless status is "measured"; the note
+     * says why an engine was not measured, or qualifies a measured one (null when there is nothing to say).
+     */
     record EngineReport(String engine, String status, String note, long residentKbAfterLoad, long residentKbAfterRuns,
                         int promptTokens, int promptTokensWithoutBos, Summary prefillTokensPerSecond,
                         Summary decodeTokensPerSecond, List<EngineRun> runs) {
@@ -27,6 +30,11 @@ record CompareReport(Machine machine, String command, String model, long modelBy
             return new EngineReport(engine, MEASURED, null, residentKbAfterLoad, residentKbAfterRuns, runs.getFirst().promptTokens(),
                     promptTokensWithoutBos, Summary.of(runs.stream().mapToDouble(EngineRun::prefillTokensPerSecond).toArray()),
                     Summary.of(runs.stream().mapToDouble(EngineRun::decodeTokensPerSecond).toArray()), List.copyOf(runs));
+        }
+
+        EngineReport withNote(String text) {
+            return new EngineReport(engine, status, text, residentKbAfterLoad, residentKbAfterRuns, promptTokens, promptTokensWithoutBos,
+                    prefillTokensPerSecond, decodeTokensPerSecond, runs);
         }
 
         static EngineReport notMeasured(String engine, String status, String note) {
@@ -42,18 +50,24 @@ record CompareReport(Machine machine, String command, String model, long modelBy
     /** All engines at one thread count. */
     record ThreadsResult(int threads, List<EngineReport> engines, List<Ratio> ratios, boolean promptTokensEqual) {
 
-        /** Ratios of every measured engine to llama.cpp (when it was measured), and whether prompt token counts agree. */
+        /**
+         * Ratios of every measured engine to llama.cpp (when it was measured), and whether all measured engines'
+         * prompt token counts agree (with llama.cpp's, or else with the first measured engine's).
+         */
         static ThreadsResult of(int threads, List<EngineReport> engines) {
             EngineReport base = engines.stream().filter(e -> e.engine().equals(BASELINE) && e.isMeasured()).findFirst().orElse(null);
+            EngineReport reference = base != null ? base : engines.stream().filter(EngineReport::isMeasured).findFirst().orElse(null);
             List<Ratio> ratios = new ArrayList<>();
             boolean equal = true;
             for (EngineReport e : engines) {
-                if (base == null || e == base || !e.isMeasured()) continue;
-                ratios.add(new Ratio(e.engine(), BASELINE,
-                        e.prefillTokensPerSecond().median() / base.prefillTokensPerSecond().median(),
-                        e.decodeTokensPerSecond().median() / base.decodeTokensPerSecond().median()));
-                equal &= e.promptTokensWithoutBos() == base.promptTokensWithoutBos()
-                        && (base.promptTokens() < 0 || e.promptTokens() == base.promptTokens());
+                if (e == reference || !e.isMeasured()) continue;
+                if (base != null) {
+                    ratios.add(new Ratio(e.engine(), BASELINE,
+                            e.prefillTokensPerSecond().median() / base.prefillTokensPerSecond().median(),
+                            e.decodeTokensPerSecond().median() / base.decodeTokensPerSecond().median()));
+                }
+                equal &= e.promptTokensWithoutBos() == reference.promptTokensWithoutBos()
+                        && (reference.promptTokens() < 0 || e.promptTokens() < 0 || e.promptTokens() == reference.promptTokens());
             }
             return new ThreadsResult(threads, List.copyOf(engines), List.copyOf(ratios), equal);
         }

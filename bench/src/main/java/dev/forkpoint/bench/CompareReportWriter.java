@@ -66,7 +66,7 @@ final class CompareReportWriter {
                     sb.append(t.threads()).append(',').append(quote(e.engine())).append(',').append(e.status()).append(',')
                             .append(metric).append(',').append(num(s.median(), 3)).append(',').append(num(s.min(), 3)).append(',')
                             .append(num(s.max(), 3)).append(',').append(s.count()).append(',').append(r).append(',')
-                            .append(e.residentKbAfterLoad()).append(',').append(e.residentKbAfterRuns()).append(",\n");
+                            .append(e.residentKbAfterLoad()).append(',').append(e.residentKbAfterRuns()).append(",").append(quote(e.note())).append("\n");
                 }
             }
         }
@@ -95,6 +95,10 @@ final class CompareReportWriter {
                     String note = e.engine() + ": " + e.status() + " — " + e.note();
                     if (!notes.contains(note)) notes.add(note);
                     continue;
+                }
+                if (e.note() != null) {
+                    String note = e.engine() + ": " + e.note();
+                    if (!notes.contains(note)) notes.add(note);
                 }
                 sb.append("| ").append(t.threads()).append(" | ").append(e.engine()).append(" | ").append(cell(e.prefillTokensPerSecond()))
                         .append(" | ").append(cell(e.decodeTokensPerSecond())).append(" | ").append(gb(e.residentKbAfterLoad()))

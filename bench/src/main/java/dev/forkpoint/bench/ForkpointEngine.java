@@ -10,24 +10,39 @@ import dev.forkpoint.sampling.SamplingOptions;
 import java.io.IOException;
 import java.nio.file.Path;
 
-/** Forkpoint, in this process. */
+/**
+ * Forkpoint, in this process: on the GGUF file, or (as a second row, {@value #HF_FOLDER}) on the Hugging Face folder
+ * exported from it for Jlama. The second shares the process with the first, so its resident memory is not its own
+ * and is reported as unknown.
+ */
 final class ForkpointEngine implements BenchEngine {
+    static final String NAME = "forkpoint";
+    static final String HF_FOLDER = "forkpoint (hf folder)";
+
+    private final String name;
     private final LoadedModel model;
     private final long residentKb;
     private final int numCtx;
     private final int numBatch;
 
-    private ForkpointEngine(LoadedModel model, long residentKb, int numCtx, int numBatch) {
+    private ForkpointEngine(String name, LoadedModel model, long residentKb, int numCtx, int numBatch) {
+        this.name = name;
         this.model = model;
         this.residentKb = residentKb;
         this.numCtx = numCtx;
         this.numBatch = numBatch;
     }
 
+    /** Forkpoint on the exported folder ({@value #HF_FOLDER}); load it after the GGUF row. */
+    static ForkpointEngine loadFolder(Path folder, int threads, int numCtx, int numBatch) throws IOException {
+        LoadedModel model = LoadedModel.load(folder, threads, LoadProgress.NONE);
+        return new ForkpointEngine(HF_FOLDER, model, -1, numCtx, numBatch);
+    }
+
     static ForkpointEngine load(Path gguf, int threads, int numCtx, int numBatch) throws IOException {
         try {
             LoadedModel model = LoadedModel.load(gguf, threads, LoadProgress.NONE);
-            return new ForkpointEngine(model, ResidentMemory.selfKb(), numCtx, numBatch);
+            return new ForkpointEngine(NAME, model, ResidentMemory.selfKb(), numCtx, numBatch);
         } catch (UnsupportedOperationException e) {
             throw new InvalidInputException("Forkpoint cannot run " + gguf + " in this build: " + e.getMessage()
                     + " (--llamacpp-only measures llama.cpp alone)", e);
@@ -35,7 +50,7 @@ final class ForkpointEngine implements BenchEngine {
     }
 
     @Override
-    public String name() { return "forkpoint"; }
+    public String name() { return name; }
 
     @Override
     public int countTokens(String text) {
@@ -46,7 +61,7 @@ final class ForkpointEngine implements BenchEngine {
     public long residentKbAfterLoad() { return residentKb; }
 
     @Override
-    public long residentKbNow() { return ResidentMemory.selfKb(); }
+    public long residentKbNow() { return residentKb < 0 ? -1 : ResidentMemory.selfKb(); }
 
     @Override
     public EngineRun run(String prompt, int maxTokens) {

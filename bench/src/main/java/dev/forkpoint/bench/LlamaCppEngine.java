@@ -1,15 +1,7 @@
 package dev.forkpoint.bench;
 
-import dev.forkpoint.InvalidInputException;
-
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.io.OutputStreamWriter;
-import java.io.Writer;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -21,21 +13,13 @@ import java.util.concurrent.TimeUnit;
  * observes on its token stream are the fallback when no report arrives.
  */
 final class LlamaCppEngine implements BenchEngine {
-    private static final int LOG_TAIL = 40;
-
-    private final Process process;
-    private final BufferedReader replies;
-    private final Writer commands;
+    private final ChildWorker worker;
     private final LinkedBlockingQueue<LlamaCppTimings> timings = new LinkedBlockingQueue<>();
-    private final ArrayDeque<String> logTail = new ArrayDeque<>();
     private final long residentKb;
 
     private LlamaCppEngine(Process process, boolean echoLog) throws IOException {
-        this.process = process;
-        this.replies = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
-        this.commands = new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8);
-        Thread.ofPlatform().daemon().name("llama.cpp-log").start(() -> readLog(echoLog));
-        String loaded = await("loaded");
+        this.worker = new ChildWorker("llama.cpp", process, echoLog, line -> LlamaCppTimings.parse(line).ifPresent(timings::add));
+        String loaded = worker.await("loaded");
         this.residentKb = Long.parseLong(loaded.trim());
     }
 
@@ -56,21 +40,21 @@ final class LlamaCppEngine implements BenchEngine {
 
     @Override
     public long residentKbNow() throws IOException {
-        send("rss");
-        return Long.parseLong(await("rss").trim());
+        worker.send("rss");
+        return Long.parseLong(worker.await("rss").trim());
     }
 
     @Override
     public int countTokens(String text) throws IOException {
-        send("tokenize " + oneLine(text));
-        return Integer.parseInt(await("tokens").trim());
+        worker.send("tokenize " + text);
+        return Integer.parseInt(worker.await("tokens").trim());
     }
 
     @Override
     public EngineRun run(String prompt, int maxTokens) throws IOException {
         timings.clear();
-        send("run " + maxTokens + " " + oneLine(prompt));
-        String[] done = await("done").trim().split(" ");
+        worker.send("run " + maxTokens + " " + prompt);
+        String[] done = worker.await("done").trim().split(" ");
         int outputs = Integer.parseInt(done[0]);
         long first = Long.parseLong(done[1]), last = Long.parseLong(done[2]), wall = Long.parseLong(done[3]);
         LlamaCppTimings promptTiming = null, evalTiming = null;
@@ -94,61 +78,6 @@ final class LlamaCppEngine implements BenchEngine {
 
     @Override
     public void close() {
-        try {
-            send("quit");
-            if (!process.waitFor(10, TimeUnit.SECONDS)) process.destroyForcibly();
-        } catch (IOException | InterruptedException e) {
-            process.destroyForcibly();
-        }
-    }
-
-    private static String oneLine(String text) {
-        if (text.indexOf('\n') >= 0 || text.indexOf('\r') >= 0) throw new IllegalArgumentException("prompt must be one line");
-        return text;
-    }
-
-    private void send(String line) throws IOException {
-        commands.write(line);
-        commands.write('\n');
-        commands.flush();
-    }
-
-    /** The next reply of {@code kind}, without its prefix; a clear error with llama.cpp's last log lines if the child fails. */
-    private String await(String kind) throws IOException {
-        for (String line; (line = replies.readLine()) != null; ) {
-            if (!line.startsWith(LlamaCppWorker.REPLY)) continue;
-            String reply = line.substring(LlamaCppWorker.REPLY.length());
-            if (reply.startsWith(kind)) return reply.substring(kind.length());
-            if (reply.startsWith("error")) throw failure(reply);
-        }
-        throw failure("the llama.cpp process ended");
-    }
-
-    private InvalidInputException failure(String what) {
-        try {
-            process.waitFor(2, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        String tail;
-        synchronized (logTail) {
-            tail = String.join("\n", logTail);
-        }
-        return new InvalidInputException("llama.cpp failed: " + what + "\n--- last llama.cpp log lines ---\n" + tail);
-    }
-
-    private void readLog(boolean echo) {
-        try (var log = new BufferedReader(new InputStreamReader(process.getErrorStream(), StandardCharsets.UTF_8))) {
-            for (String line; (line = log.readLine()) != null; ) {
-                if (echo) System.err.println("[llama.cpp] " + line);
-                synchronized (logTail) {
-                    logTail.addLast(line);
-                    if (logTail.size() > LOG_TAIL) logTail.removeFirst();
-                }
-                LlamaCppTimings.parse(line).ifPresent(timings::add);
-            }
-        } catch (IOException e) {
-            // the child is gone; await() reports it
-        }
+        worker.close();
     }
 }
