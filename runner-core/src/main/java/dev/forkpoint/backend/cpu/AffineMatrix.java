@@ -8,6 +8,7 @@ import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorShuffle;
 import jdk.incubator.vector.VectorSpecies;
 
 import java.lang.foreign.MemorySegment;
@@ -41,7 +42,7 @@ import static dev.forkpoint.backend.cpu.KernelSupport.LE;
  * batch of decode rows gives bit-identical results to one row at a time. As in {@link Q4_0Matrix}, the per-lane work
  * is written out in place (no helpers taking or returning vectors: at 128 bits C2 stops inlining them and boxes).
  * <p><b>Prefill</b> goes through {@link FloatGemm} on the float activations, dequantising four rows at a time with
- * {@link AffineCodec#dequantizeRow}.
+ * {@link #dequantizeRow} (vectorised at 4 and 8 bits).
  */
 final class AffineMatrix implements PackedMatrix {
     private static final VectorSpecies<Short> S = KernelSupport.S;
@@ -362,8 +363,55 @@ final class AffineMatrix implements PackedMatrix {
         }
     }
 
+    /** Output lanes 0 … L−1 of interleaving a (even elements) with b (odd elements): a0 b0 a1 b1 …; and lanes L … 2L−1. */
+    private static final VectorShuffle<Float> ZIP_LOW = VectorShuffle.fromOp(F, j -> (j & 1) == 0 ? j / 2 : L + j / 2);
+    private static final VectorShuffle<Float> ZIP_HIGH = VectorShuffle.fromOp(F, j -> (j & 1) == 0 ? L / 2 + j / 2 : L + L / 2 + j / 2);
+
+    /**
+     * s·q + b for every element of the row (what prefill's {@link FloatGemm} and embedding lookups read): 4 and 8 bits
+     * vectorised, L bytes at a time (at 4 bits the low and high nibbles are the even and odd elements, interleaved back
+     * with a two-vector shuffle); the other widths through {@link AffineCodec#dequantizeRow}. Multiply then add, not
+     * fused, so the values equal the codec's bit for bit.
+     */
     public void dequantizeRow(int row, float[] dst, int dstOff) {
         KernelSupport.checkRow(this, row, dst, dstOff);
-        AffineCodec.dequantizeRow(tensor, row, dst, dstOff);
+        if (bits != 4 && bits != 8) {
+            AffineCodec.dequantizeRow(tensor, row, dst, dstOff);
+            return;
+        }
+        long base = (long) row * rowBytes;
+        long g0 = (long) row * groups;
+        int elementShift = groupShift + 5;   // element → group: / group size
+        for (long o = 0; o < rowBytes; o += BL) {
+            ByteVector bytes = ByteVector.fromMemorySegment(B, packed, base + o, LE);
+            for (int part = 0; part < BYTE_PARTS; part++) {
+                IntVector v = (IntVector) bytes.convertShape(VectorOperators.ZERO_EXTEND_B2I, I, part);
+                if (bits == 4) {
+                    int e = (int) (2 * o) + part * 2 * L;
+                    long g = g0 + (e >> elementShift);
+                    float s = scaleAt(g), b = biasAt(g);
+                    FloatVector even = ((FloatVector) v.and(0xf).convertShape(VectorOperators.I2F, F, 0)).mul(s).add(b);
+                    FloatVector odd = ((FloatVector) v.lanewise(VectorOperators.LSHR, 4).convertShape(VectorOperators.I2F, F, 0)).mul(s).add(b);
+                    even.rearrange(ZIP_LOW, odd).intoArray(dst, dstOff + e);
+                    even.rearrange(ZIP_HIGH, odd).intoArray(dst, dstOff + e + L);
+                } else {
+                    int e = (int) o + part * L;
+                    long g = g0 + (e >> elementShift);
+                    ((FloatVector) v.convertShape(VectorOperators.I2F, F, 0)).mul(scaleAt(g)).add(biasAt(g)).intoArray(dst, dstOff + e);
+                }
+            }
+        }
+    }
+
+    private float scaleAt(long i) { return halfOrFloat(scales, i); }
+
+    private float biasAt(long i) { return halfOrFloat(biases, i); }
+
+    private float halfOrFloat(MemorySegment m, long i) {
+        return switch (scaleKind) {
+            case 1 -> KernelSupport.HALF_TO_FLOAT[m.get(I16, 2 * i) & 0xffff];
+            case 2 -> Float.intBitsToFloat(m.get(I16, 2 * i) << 16);
+            default -> m.get(F32, 4 * i);
+        };
     }
 }

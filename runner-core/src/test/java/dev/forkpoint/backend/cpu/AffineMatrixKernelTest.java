@@ -140,8 +140,8 @@ class AffineMatrixKernelTest {
 
     @Test
     void dequantizeRowMatchesTheIndependentReading() {
-        for (int bits : ALL_BITS) {
-            AffineTensor t = tensor(new AffineFormat(bits, 64), GgmlType.BF16, 5, 192, bits);
+        for (int bits : ALL_BITS) for (GgmlType scaleType : new GgmlType[]{GgmlType.BF16, GgmlType.F16, GgmlType.F32}) {
+            AffineTensor t = tensor(new AffineFormat(bits, bits == 4 ? 32 : 64), scaleType, 5, 192, bits);
             AffineMatrix m = new AffineMatrix(t);
             double[][] parts = weightParts(t);
             float[] row = new float[192 + 3];
