@@ -15,7 +15,7 @@ import java.util.concurrent.Callable;
  * unusable files), 1 for internal errors; errors go to stderr as {@code forkpoint: error: <message>}.
  */
 @Command(name = "forkpoint", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
-        description = "Runs GGUF language models (llama, qwen2, qwen3) on the JVM.",
+        description = "Runs language models (llama, qwen2, qwen3; GGUF and MLX / Hugging Face safetensors) on the JVM.",
         subcommands = {RunCommand.class, ServeCommand.class, ShowCommand.class, TokenizeCommand.class, QuantizeCommand.class, ConvertCommand.class,
                 CommandLine.HelpCommand.class})
 public final class Main implements Callable<Integer> {
