@@ -107,10 +107,10 @@ final class SafetensorsTensors implements ModelTensors {
         if (mlxScales.isEmpty() && blobScales.isEmpty()) return null;
         boolean mlx = mlxScales.isPresent();
         SafetensorsTensor scales = mlx ? mlxScales.get() : blobScales.get();
+        int bits = mlx ? configuredBits(module) : blobBits(w);   // refuses other modes first, naming them
         String biasName = mlx ? module + ".biases" : w.name() + ".bias";
         SafetensorsTensor biases = shards.find(biasName).orElseThrow(() -> new ModelFormatException(w.file(), "tensor " + biasName,
                 "missing: " + scales.name() + " is present, and only the affine mode (scales and biases) is supported"));
-        int bits = mlx ? configuredBits(module) : blobBits(w);
         if (w.dtype() != SafetensorsDtype.U32 || w.shape().length != 2) {
             throw new ModelFormatException(w.file(), "tensor " + w.name(), "a quantised weight must be U32 [out, in·bits/32], found "
                     + w.dtype() + " " + w.shapeString());

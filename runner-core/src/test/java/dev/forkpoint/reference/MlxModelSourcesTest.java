@@ -50,9 +50,8 @@ class MlxModelSourcesTest {
         }
     }
 
-    @Test
-    void ollamaSafetensorsManifestLoadsLikeTheFolder() throws IOException {
-        FakeOllamaStore store = FakeOllamaStore.create(dir.resolve("ollama"));
+    /** The folder's model as Ollama stores a safetensors model: one blob per tensor, JSON blobs, a manifest. */
+    private static ArrayNode addOllamaModel(FakeOllamaStore store, String tag, String quantType) throws IOException {
         ObjectMapper json = new ObjectMapper();
         ObjectNode manifest = json.createObjectNode().put("schemaVersion", 2);
         ArrayNode layers = manifest.putArray("layers");
@@ -66,7 +65,7 @@ class MlxModelSourcesTest {
                 var scales = shards.find(module + ".scales");
                 if (scales.isPresent()) {
                     SafetensorsTensor b = shards.tensor(module + ".biases");
-                    w.metadata("quant_type", "int8").metadata("group_size", "64")
+                    w.metadata("quant_type", quantType).metadata("group_size", "64")
                             .tensor(n + ".scale", scales.get().dtype(), scales.get().shape(), scales.get().data())
                             .tensor(n + ".bias", b.dtype(), b.shape(), b.data());
                 }
@@ -82,7 +81,14 @@ class MlxModelSourcesTest {
             layers.addObject().put("mediaType", "application/vnd.ollama.image.json").put("digest", store.addBlob(bytes))
                     .put("size", bytes.length).put("name", name);
         }
-        store.addManifest("registry.ollama.ai", "library", "stories", "mlx", json.writeValueAsString(manifest));
+        store.addManifest("registry.ollama.ai", "library", "stories", tag, json.writeValueAsString(manifest));
+        return layers;
+    }
+
+    @Test
+    void ollamaSafetensorsManifestLoadsLikeTheFolder() throws IOException {
+        FakeOllamaStore store = FakeOllamaStore.create(dir.resolve("ollama"));
+        ArrayNode layers = addOllamaModel(store, "mlx", "int8");
         Path resolved = new ModelResolver(store.root()).resolve("stories:mlx");
         assertArrayEquals(expected, greedy(resolved));
 
@@ -96,6 +102,15 @@ class MlxModelSourcesTest {
         Files.delete(store.blob(someDigest));
         var e = assertThrows(dev.forkpoint.InvalidInputException.class, () -> LoadedModel.load(resolved, 1, LoadProgress.NONE).close());
         assertTrue(e.getMessage().contains(layers.get(0).get("name").asText()) && e.getMessage().contains("missing"), e.getMessage());
+    }
+
+    @Test
+    void ollamaQuantTypesOtherThanAffineAreRefusedNamingThem() throws IOException {
+        FakeOllamaStore store = FakeOllamaStore.create(dir.resolve("ollama-nvfp4"));
+        addOllamaModel(store, "nvfp4", "nvfp4");
+        Path resolved = new ModelResolver(store.root()).resolve("stories:nvfp4");
+        var e = assertThrows(dev.forkpoint.InvalidInputException.class, () -> LoadedModel.load(resolved, 1, LoadProgress.NONE).close());
+        assertTrue(e.getMessage().contains("nvfp4") && e.getMessage().contains("int8") && e.getMessage().contains("affine"), e.getMessage());
     }
 
     @Test
