@@ -31,8 +31,9 @@ import static dev.forkpoint.backend.cpu.KernelSupport.LE;
  * lanes:
  * <ul>
  * <li>4 bits: each byte holds elements 2i (low nibble) and 2i+1 (high nibble); the activation quants are stored
- * de-interleaved per 2L elements (evens, then odds) so that one byte load feeds two multiplies; a block's
- * 32 products fold into L lanes, |Σ| ≤ 32/L · 15 · 127 ≤ 15240.</li>
+ * de-interleaved per 2·WL elements (evens, then odds; WL = {@link KernelSupport#WL} shorts fill a register) so that
+ * one wide byte load feeds two multiplies; a block's 32 products fold into WL short lanes, |Σ| ≤ 32/WL · 15 · 127
+ * ≤ 7620, then into WL/2 int lanes.</li>
  * <li>8 bits: the codes are used as q − 128 (a byte's sign bit flipped, then sign-extended) and the bias as
  * b + 128·s; pairs of products fold into L lanes, |Σ| ≤ 2 · 128 · 127.</li>
  * <li>2, 3, 5, 6 bits: a row's codes are unpacked into a short scratch once per row (shared by all tokens of the
@@ -51,6 +52,11 @@ final class AffineMatrix implements PackedMatrix {
     private static final int BYTE_PARTS = KernelSupport.BYTE_PARTS;
     private static final VectorSpecies<Float> F = KernelSupport.F;
     private static final VectorSpecies<Integer> I = KernelSupport.I;
+    private static final VectorSpecies<Short> W = KernelSupport.W;
+    private static final VectorSpecies<Byte> WB = KernelSupport.WB;
+    private static final VectorSpecies<Float> WF = KernelSupport.WF;
+    private static final int WL = KernelSupport.WL;
+    private static final int WFL = KernelSupport.WFL;
     private static final int L = KernelSupport.L;
     private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(LE);
 
@@ -97,7 +103,7 @@ final class AffineMatrix implements PackedMatrix {
             FloatGemm.multiply(this, x, n, out, pool);
             return;
         }
-        Q8Activations a = Q8Activations.q8_0(x, n, cols, false);
+        Q8Activations a = Q8Activations.q8_0(x, n, cols);
         float[] d = a.d();
         float[] xs = groupSums(a.q(), d, n);
         short[] q = bits == 4 ? deinterleave(a.q()) : a.q();
@@ -142,13 +148,13 @@ final class AffineMatrix implements PackedMatrix {
         return xs;
     }
 
-    /** The 4-bit kernel's activation order: per 2L quants, the L even-indexed ones, then the L odd-indexed ones. */
+    /** The 4-bit kernel's activation order: per 2·WL quants, the WL even-indexed ones, then the WL odd-indexed ones. */
     private static short[] deinterleave(short[] q) {
         short[] p = new short[q.length];
-        for (int c = 0; c < q.length; c += 2 * L) {
-            for (int i = 0; i < L; i++) {
+        for (int c = 0; c < q.length; c += 2 * WL) {
+            for (int i = 0; i < WL; i++) {
                 p[c + i] = q[c + 2 * i];
-                p[c + L + i] = q[c + 2 * i + 1];
+                p[c + WL + i] = q[c + 2 * i + 1];
             }
         }
         return p;
@@ -201,63 +207,69 @@ final class AffineMatrix implements PackedMatrix {
     }
 
     /**
-     * 4 bits: Σ_k s · d_k · Σ q·q_x over the row's 32-element blocks (16 bytes each). Per block, 16/L byte loads,
-     * each giving L low nibbles (elements 2j …, even) and L high nibbles (odd), multiplied with the de-interleaved
-     * activation quants and folded into one short vector, converted once and added by an FMA; even and odd blocks go
-     * to two accumulators.
+     * 4 bits: Σ_k s · d_k · Σ q·q_x over the row's 32-element blocks (16 bytes each). Per block, 16/WL wide byte
+     * loads, each giving WL low nibbles (elements 2j …, even) and WL high nibbles (odd), multiplied with the
+     * de-interleaved activation quants and summed lane-wise in one wide short vector, whose lane pairs are folded into
+     * WL/2 ints, converted once and added by an FMA; even and odd blocks go to two accumulators.
      */
     private float dot4(int r, short[] q, float[] d, int t, float[] sc, float[] bs, float[] xs) {
         MemorySegment w = packed;
         long base = r * rowBytes;
         int b0 = t * blocks;
         int gs = groupShift, x0 = t * groups;
-        FloatVector acc0 = FloatVector.zero(F), acc1 = acc0;
+        FloatVector acc0 = FloatVector.zero(WF), acc1 = acc0;
         int g = 0;
-        for (; g + L <= groups; g += L) acc1 = FloatVector.fromArray(F, bs, g).fma(FloatVector.fromArray(F, xs, x0 + g), acc1);
+        for (; g + WFL <= groups; g += WFL) acc1 = FloatVector.fromArray(WF, bs, g).fma(FloatVector.fromArray(WF, xs, x0 + g), acc1);
         float tail = 0;
         for (; g < groups; g++) tail += bs[g] * xs[x0 + g];
         int b = 0;
         for (; b + 1 < blocks; b += 2) {
             long o = base + (long) b * 16;
             int bi = b0 + b;
-            ShortVector p = ShortVector.zero(S);
-            for (int j = 0; j < 16; j += L) {
-                ShortVector v = (ShortVector) ByteVector.fromMemorySegment(B, w, o + (j & -BL), LE)
-                        .convertShape(VectorOperators.ZERO_EXTEND_B2S, S, (j / L) & (BYTE_PARTS - 1));
+            ShortVector p = ShortVector.zero(W);
+            for (int j = 0; j < 16; j += WL) {
+                ShortVector v = (ShortVector) ByteVector.fromMemorySegment(WB, w, o + j, LE)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2S, W, 0);
                 int qi = bi * 32 + 2 * j;
-                p = p.add(v.and((short) 0xf).mul(ShortVector.fromArray(S, q, qi)))
-                        .add(v.lanewise(VectorOperators.LSHR, 4).mul(ShortVector.fromArray(S, q, qi + L)));
+                p = p.add(v.and((short) 0xf).mul(ShortVector.fromArray(W, q, qi)))
+                        .add(v.lanewise(VectorOperators.LSHR, 4).mul(ShortVector.fromArray(W, q, qi + WL)));
             }
-            acc0 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0))
-                    .fma(FloatVector.broadcast(F, sc[b >> gs] * d[bi]), acc0);
+            IntVector x = p.reinterpretAsInts();
+            IntVector s = x.lanewise(VectorOperators.LSHL, 16).lanewise(VectorOperators.ASHR, 16).add(x.lanewise(VectorOperators.ASHR, 16));
+            acc0 = ((FloatVector) s.convertShape(VectorOperators.I2F, WF, 0))
+                    .fma(FloatVector.broadcast(WF, sc[b >> gs] * d[bi]), acc0);
             long o1 = o + 16;
             int bi1 = bi + 1;
-            ShortVector p1 = ShortVector.zero(S);
-            for (int j = 0; j < 16; j += L) {
-                ShortVector u = (ShortVector) ByteVector.fromMemorySegment(B, w, o1 + (j & -BL), LE)
-                        .convertShape(VectorOperators.ZERO_EXTEND_B2S, S, (j / L) & (BYTE_PARTS - 1));
+            ShortVector p1 = ShortVector.zero(W);
+            for (int j = 0; j < 16; j += WL) {
+                ShortVector u = (ShortVector) ByteVector.fromMemorySegment(WB, w, o1 + j, LE)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2S, W, 0);
                 int qi = bi1 * 32 + 2 * j;
-                p1 = p1.add(u.and((short) 0xf).mul(ShortVector.fromArray(S, q, qi)))
-                        .add(u.lanewise(VectorOperators.LSHR, 4).mul(ShortVector.fromArray(S, q, qi + L)));
+                p1 = p1.add(u.and((short) 0xf).mul(ShortVector.fromArray(W, q, qi)))
+                        .add(u.lanewise(VectorOperators.LSHR, 4).mul(ShortVector.fromArray(W, q, qi + WL)));
             }
-            acc1 = ((FloatVector) p1.convertShape(VectorOperators.S2F, F, 0))
-                    .fma(FloatVector.broadcast(F, sc[(b + 1) >> gs] * d[bi1]), acc1);
+            IntVector x1 = p1.reinterpretAsInts();
+            IntVector s1 = x1.lanewise(VectorOperators.LSHL, 16).lanewise(VectorOperators.ASHR, 16).add(x1.lanewise(VectorOperators.ASHR, 16));
+            acc1 = ((FloatVector) s1.convertShape(VectorOperators.I2F, WF, 0))
+                    .fma(FloatVector.broadcast(WF, sc[(b + 1) >> gs] * d[bi1]), acc1);
         }
         if (b < blocks) {
             long o = base + (long) b * 16;
             int bi = b0 + b;
-            ShortVector p = ShortVector.zero(S);
-            for (int j = 0; j < 16; j += L) {
-                ShortVector v = (ShortVector) ByteVector.fromMemorySegment(B, w, o + (j & -BL), LE)
-                        .convertShape(VectorOperators.ZERO_EXTEND_B2S, S, (j / L) & (BYTE_PARTS - 1));
+            ShortVector p = ShortVector.zero(W);
+            for (int j = 0; j < 16; j += WL) {
+                ShortVector v = (ShortVector) ByteVector.fromMemorySegment(WB, w, o + j, LE)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2S, W, 0);
                 int qi = bi * 32 + 2 * j;
-                p = p.add(v.and((short) 0xf).mul(ShortVector.fromArray(S, q, qi)))
-                        .add(v.lanewise(VectorOperators.LSHR, 4).mul(ShortVector.fromArray(S, q, qi + L)));
+                p = p.add(v.and((short) 0xf).mul(ShortVector.fromArray(W, q, qi)))
+                        .add(v.lanewise(VectorOperators.LSHR, 4).mul(ShortVector.fromArray(W, q, qi + WL)));
             }
-            acc0 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0))
-                    .fma(FloatVector.broadcast(F, sc[b >> gs] * d[bi]), acc0);
+            IntVector x = p.reinterpretAsInts();
+            IntVector s = x.lanewise(VectorOperators.LSHL, 16).lanewise(VectorOperators.ASHR, 16).add(x.lanewise(VectorOperators.ASHR, 16));
+            acc0 = ((FloatVector) s.convertShape(VectorOperators.I2F, WF, 0))
+                    .fma(FloatVector.broadcast(WF, sc[b >> gs] * d[bi]), acc0);
         }
-        return KernelSupport.sum(acc0.add(acc1)) + tail;
+        return KernelSupport.sumWide(acc0.add(acc1)) + tail;
     }
 
     /**

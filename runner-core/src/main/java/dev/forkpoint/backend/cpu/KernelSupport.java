@@ -39,6 +39,33 @@ final class KernelSupport {
     static final VectorSpecies<Short> S = VectorSpecies.of(short.class, VectorShape.forBitSize(16 * L));
     /** Byte species with max(L, 8) lanes (64 bits is the narrowest vector shape). */
     static final VectorSpecies<Byte> B = VectorSpecies.of(byte.class, VectorShape.forBitSize(Math.max(8 * L, 64)));
+    /*
+     * The wide species of the 4-bit decode kernels: shorts filling a whole register (2L lanes, at most 16: a 4-bit
+     * block holds 16 bytes), so that each multiply does twice the work of one in S. A wide short vector of products is
+     * folded into WI ints by adding adjacent lane pairs (reinterpreted as ints: shift left then arithmetic right by 16,
+     * plus arithmetic right by 16), converted to WF floats and added with one FMA. WL/2 = L up to 256 bits; at 512 bits
+     * the wide species are 256-bit ones (a block's 16 bytes fill 16 shorts).
+     */
+    /** Lanes of the wide short species: 2L, at most 16. */
+    static final int WL = Math.min(2 * L, 16);
+    /** Short species with WL lanes. */
+    static final VectorSpecies<Short> W = VectorSpecies.of(short.class, VectorShape.forBitSize(16 * WL));
+    /** Byte species with WL lanes (what one wide load of packed bytes reads). */
+    static final VectorSpecies<Byte> WB = VectorSpecies.of(byte.class, VectorShape.forBitSize(8 * WL));
+    /** Int species with WL/2 lanes (the width of W). */
+    static final VectorSpecies<Integer> WI = VectorSpecies.of(int.class, VectorShape.forBitSize(16 * WL));
+    /** Float species with WL/2 lanes (the width of W). */
+    static final VectorSpecies<Float> WF = VectorSpecies.of(float.class, VectorShape.forBitSize(16 * WL));
+    /** Lanes of WI and WF. */
+    static final int WFL = WL / 2;
+
+    /** As {@link #sum} for a vector of WF: its lanes added in lane order. */
+    static float sumWide(FloatVector v) {
+        float s = v.lane(0);
+        for (int i = 1; i < WFL; i++) s += v.lane(i);
+        return s;
+    }
+
     /** Bytes one byte-vector load reads: L, or 8 at L = 4. */
     static final int BL = B.length();
     /** Parts of L lanes in one byte-vector load: 1, or 2 at L = 4. */

@@ -2,6 +2,7 @@ package dev.forkpoint.backend.cpu;
 
 import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
@@ -14,14 +15,14 @@ import static dev.forkpoint.backend.cpu.KernelSupport.shorts;
 
 /**
  * A Q4_0 weight matrix read in place. Decode quantises the activations to Q8_0 (as llama.cpp does) and sums
- * d_w · d_x · Σ (q_w − 8)·q_x per block exactly in 16-bit lanes (the −8 applied through precomputed
- * 8·(x_i + x_{i+16}) corrections); prefill goes through {@link FloatGemm} with the same quantised activations.
+ * d_w · d_x · Σ (q_w − 8)·q_x per block exactly in 16-bit lanes of full-register short vectors; prefill goes through
+ * {@link FloatGemm} with the same quantised activations.
  */
 final class Q4_0Matrix implements PackedMatrix {
-    private static final VectorSpecies<Short> S = KernelSupport.S;
-    private static final VectorSpecies<Byte> B = KernelSupport.B;
-    private static final int BL = KernelSupport.BL;
-    private static final int BYTE_PARTS = KernelSupport.BYTE_PARTS;
+    private static final VectorSpecies<Short> W = KernelSupport.W;
+    private static final VectorSpecies<Byte> WB = KernelSupport.WB;
+    private static final VectorSpecies<Float> WF = KernelSupport.WF;
+    private static final int WL = KernelSupport.WL;
     private static final VectorSpecies<Float> F = KernelSupport.F;
     private static final int L = KernelSupport.L;
     private static final int BYTES = 18;
@@ -46,80 +47,86 @@ final class Q4_0Matrix implements PackedMatrix {
     public void multiply(float[] x, int n, float[] out, WorkerPool pool) {
         KernelSupport.checkMultiply(this, x, n, out);
         boolean prefill = KernelSupport.gemm(n);
-        Q8Activations a = Q8Activations.q8_0(x, n, cols, !prefill);
+        Q8Activations a = Q8Activations.q8_0(x, n, cols);
         if (prefill) {
             FloatGemm.multiply(this, a.dequantized(), n, out, pool);
             return;
         }
         short[] q = a.q();
         float[] d = a.d();
-        short[] c8 = a.sums();
         pool.runRanges(rows, KernelSupport.parts(pool), 8, (from, to) -> {
             for (int r = from; r < to; r++) {
                 long base = (long) r * blocks * BYTES;
-                for (int t = 0; t < n; t++) out[t * rows + r] = dot(base, q, d, c8, t * blocks);
+                for (int t = 0; t < n; t++) out[t * rows + r] = dot(base, q, d, t * blocks);
             }
         });
     }
 
     /**
-     * Σ over the row's blocks of d_w · d_x · Σ (q_w − 8)·q_x: per block, 16/L lane-wise partial sums of two weights
-     * per lane, each converted to float and added to the accumulator by an FMA with the block's scale; even and odd
-     * blocks go to two accumulators. Lanes j … j+L−1 of a block's partial sum are the low nibbles (weights j …) times
-     * q_x[j …], plus the high nibbles (weights j+16 …) times q_x[j+16 …], minus the offset correction 8·(q_x[j] +
-     * q_x[j+16]); exact in 16-bit lanes (|Σ| ≤ 2·8·127 fits).
+     * Σ over the row's blocks of d_w · d_x · Σ (q_w − 8)·q_x: per block, 16/WL wide loads of WL bytes
+     * ({@link KernelSupport#WL}: a full register of shorts), whose low nibbles − 8 (weights j …) times q_x[j …] plus
+     * high nibbles − 8 (weights j+16 …) times q_x[j+16 …] are summed lane-wise in WL shorts (exact: |Σ| ≤ 16/WL · 2 ·
+     * 8·127 ≤ 4064), folded into WL/2 ints by adding lane pairs, converted to float and added to the accumulator by one
+     * FMA with the block's scale; even and odd blocks go to two accumulators. (Subtracting 8 from the nibbles costs two
+     * register operations; the precomputed per-activation corrections it replaced cost a load, a subtraction and
+     * L1 traffic: measured about 2× slower at four tokens.)
      *
-     * The per-lane work is written out in place, three times, rather than in a helper that takes or returns vectors:
+     * The per-block work is written out in place, three times, rather than in a helper that takes or returns vectors:
      * at 128 bits (L = 4, e.g. NEON) the unrolled method grows past C2's inlining limits, a helper is then called
-     * for real and its vectors are boxed on every call (~10× slower). The byte load is {@link KernelSupport#shorts}
-     * spelled out: bytes j … j+L−1 are part (j / L) mod BYTE_PARTS of the BL-byte load at j rounded down to BL.
+     * for real and its vectors are boxed on every call (~10× slower).
      */
-    private float dot(long base, short[] q, float[] d, short[] c8, int b0) {
+    private float dot(long base, short[] q, float[] d, int b0) {
         MemorySegment w = data;
         float[] half = KernelSupport.HALF_TO_FLOAT;
-        FloatVector acc0 = FloatVector.zero(F), acc1 = acc0;
+        FloatVector acc0 = FloatVector.zero(WF), acc1 = acc0;
         int b = 0;
         for (; b + 1 < blocks; b += 2) {
             long o = base + (long) b * BYTES;
             int bi = b0 + b;
-            FloatVector s0 = FloatVector.broadcast(F, half[w.get(I16, o) & 0xffff] * d[bi]);
-            for (int j = 0; j < 16; j += L) {
-                ShortVector v = (ShortVector) ByteVector.fromMemorySegment(B, w, o + 2 + (j & -BL), LE)
-                        .convertShape(VectorOperators.ZERO_EXTEND_B2S, S, (j / L) & (BYTE_PARTS - 1));
+            ShortVector p = ShortVector.zero(W);
+            for (int j = 0; j < 16; j += WL) {
+                ShortVector v = (ShortVector) ByteVector.fromMemorySegment(WB, w, o + 2 + j, LE)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2S, W, 0);
                 int qi = bi * 32 + j;
-                ShortVector p = v.and((short) 0xf).mul(ShortVector.fromArray(S, q, qi))
-                        .add(v.lanewise(VectorOperators.LSHR, 4).mul(ShortVector.fromArray(S, q, qi + 16)))
-                        .sub(ShortVector.fromArray(S, c8, bi * 16 + j));
-                acc0 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(s0, acc0);
+                p = p.add(v.and((short) 0xf).sub((short) 8).mul(ShortVector.fromArray(W, q, qi)))
+                        .add(v.lanewise(VectorOperators.LSHR, 4).sub((short) 8).mul(ShortVector.fromArray(W, q, qi + 16)));
             }
+            IntVector x = p.reinterpretAsInts();
+            IntVector s = x.lanewise(VectorOperators.LSHL, 16).lanewise(VectorOperators.ASHR, 16).add(x.lanewise(VectorOperators.ASHR, 16));
+            acc0 = ((FloatVector) s.convertShape(VectorOperators.I2F, WF, 0))
+                    .fma(FloatVector.broadcast(WF, half[w.get(I16, o) & 0xffff] * d[bi]), acc0);
             long o1 = o + BYTES;
             int bi1 = bi + 1;
-            FloatVector s1 = FloatVector.broadcast(F, half[w.get(I16, o1) & 0xffff] * d[bi1]);
-            for (int j = 0; j < 16; j += L) {
-                ShortVector u = (ShortVector) ByteVector.fromMemorySegment(B, w, o1 + 2 + (j & -BL), LE)
-                        .convertShape(VectorOperators.ZERO_EXTEND_B2S, S, (j / L) & (BYTE_PARTS - 1));
+            ShortVector p1 = ShortVector.zero(W);
+            for (int j = 0; j < 16; j += WL) {
+                ShortVector u = (ShortVector) ByteVector.fromMemorySegment(WB, w, o1 + 2 + j, LE)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2S, W, 0);
                 int qi = bi1 * 32 + j;
-                ShortVector p = u.and((short) 0xf).mul(ShortVector.fromArray(S, q, qi))
-                        .add(u.lanewise(VectorOperators.LSHR, 4).mul(ShortVector.fromArray(S, q, qi + 16)))
-                        .sub(ShortVector.fromArray(S, c8, bi1 * 16 + j));
-                acc1 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(s1, acc1);
+                p1 = p1.add(u.and((short) 0xf).sub((short) 8).mul(ShortVector.fromArray(W, q, qi)))
+                        .add(u.lanewise(VectorOperators.LSHR, 4).sub((short) 8).mul(ShortVector.fromArray(W, q, qi + 16)));
             }
+            IntVector x1 = p1.reinterpretAsInts();
+            IntVector s1 = x1.lanewise(VectorOperators.LSHL, 16).lanewise(VectorOperators.ASHR, 16).add(x1.lanewise(VectorOperators.ASHR, 16));
+            acc1 = ((FloatVector) s1.convertShape(VectorOperators.I2F, WF, 0))
+                    .fma(FloatVector.broadcast(WF, half[w.get(I16, o1) & 0xffff] * d[bi1]), acc1);
         }
         if (b < blocks) {
             long o = base + (long) b * BYTES;
             int bi = b0 + b;
-            FloatVector s0 = FloatVector.broadcast(F, half[w.get(I16, o) & 0xffff] * d[bi]);
-            for (int j = 0; j < 16; j += L) {
-                ShortVector v = (ShortVector) ByteVector.fromMemorySegment(B, w, o + 2 + (j & -BL), LE)
-                        .convertShape(VectorOperators.ZERO_EXTEND_B2S, S, (j / L) & (BYTE_PARTS - 1));
+            ShortVector p = ShortVector.zero(W);
+            for (int j = 0; j < 16; j += WL) {
+                ShortVector v = (ShortVector) ByteVector.fromMemorySegment(WB, w, o + 2 + j, LE)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2S, W, 0);
                 int qi = bi * 32 + j;
-                ShortVector p = v.and((short) 0xf).mul(ShortVector.fromArray(S, q, qi))
-                        .add(v.lanewise(VectorOperators.LSHR, 4).mul(ShortVector.fromArray(S, q, qi + 16)))
-                        .sub(ShortVector.fromArray(S, c8, bi * 16 + j));
-                acc0 = ((FloatVector) p.convertShape(VectorOperators.S2F, F, 0)).fma(s0, acc0);
+                p = p.add(v.and((short) 0xf).sub((short) 8).mul(ShortVector.fromArray(W, q, qi)))
+                        .add(v.lanewise(VectorOperators.LSHR, 4).sub((short) 8).mul(ShortVector.fromArray(W, q, qi + 16)));
             }
+            IntVector x = p.reinterpretAsInts();
+            IntVector s = x.lanewise(VectorOperators.LSHL, 16).lanewise(VectorOperators.ASHR, 16).add(x.lanewise(VectorOperators.ASHR, 16));
+            acc0 = ((FloatVector) s.convertShape(VectorOperators.I2F, WF, 0))
+                    .fma(FloatVector.broadcast(WF, half[w.get(I16, o) & 0xffff] * d[bi]), acc0);
         }
-        return KernelSupport.sum(acc0.add(acc1));
+        return KernelSupport.sumWide(acc0.add(acc1));
     }
 
     public void dequantizeRow(int row, float[] dst, int dstOff) {

@@ -13,8 +13,7 @@ import jdk.incubator.vector.VectorSpecies;
  * <li>Q8_K blocks of 256 (quantize_row_q8_K_ref): with max the value of largest magnitude, iscale = −127 / max,
  * q = min(127, round-half-even(iscale · x)), d = 1 / iscale (a float); {@code sums} holds Σq per 16 values.</li>
  * </ul>
- * For Q4_0 weights {@code sums} holds, per block and lane i &lt; 16, 8·(q[i] + q[i+16]), the correction for the
- * weights' offset of 8.
+ * Q8_0 activations have no {@code sums} (null).
  */
 record Q8Activations(short[] q, float[] d, short[] sums, int blockSize) {
     private static final VectorSpecies<Float> F = KernelSupport.F;
@@ -22,12 +21,11 @@ record Q8Activations(short[] q, float[] d, short[] sums, int blockSize) {
     private static final int L = KernelSupport.L;
     private static final float ROUNDER = 12582912f; // 1.5 · 2^23: adding and subtracting it rounds half to even
 
-    /** Q8_0 quantisation of n rows of cols values; {@code q4Offsets} also fills the Q4_0 correction sums. */
-    static Q8Activations q8_0(float[] x, int n, int cols, boolean q4Offsets) {
+    /** Q8_0 quantisation of n rows of cols values. */
+    static Q8Activations q8_0(float[] x, int n, int cols) {
         int blocks = n * cols / 32;
         short[] q = new short[n * cols];
         float[] d = new float[blocks];
-        short[] sums = q4Offsets ? new short[blocks * 16] : null;
         for (int b = 0; b < blocks; b++) {
             int o = b * 32;
             FloatVector m = FloatVector.fromArray(F, x, o).abs();
@@ -36,14 +34,8 @@ record Q8Activations(short[] q, float[] d, short[] sums, int blockSize) {
             d[b] = Float.float16ToFloat(Float.floatToFloat16(amax / 127f));
             float id = amax != 0 ? 127f / amax : 0f;
             for (int j = 0; j < 32; j += L) round(FloatVector.fromArray(F, x, o + j).mul(id)).intoArray(q, o + j);
-            if (sums != null) {
-                for (int j = 0; j < 16; j += L) {
-                    ShortVector.fromArray(S, q, o + j).add(ShortVector.fromArray(S, q, o + j + 16))
-                            .lanewise(VectorOperators.LSHL, 3).intoArray(sums, b * 16 + j);
-                }
-            }
         }
-        return new Q8Activations(q, d, sums, 32);
+        return new Q8Activations(q, d, null, 32);
     }
 
     private static ShortVector round(FloatVector v) {

@@ -45,7 +45,7 @@ final class Q8_0Matrix implements PackedMatrix {
 
     public void multiply(float[] x, int n, float[] out, WorkerPool pool) {
         KernelSupport.checkMultiply(this, x, n, out);
-        Q8Activations a = Q8Activations.q8_0(x, n, cols, false);
+        Q8Activations a = Q8Activations.q8_0(x, n, cols);
         if (KernelSupport.gemm(n)) {
             FloatGemm.multiply(this, a.dequantized(), n, out, pool);
             return;
