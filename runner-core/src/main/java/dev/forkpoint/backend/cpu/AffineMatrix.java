@@ -169,8 +169,18 @@ final class AffineMatrix implements PackedMatrix {
         long g0 = (long) r * groups;
         switch (scaleKind) {
             case 1 -> {
+                int g = 0;
+                for (; g + L <= groups; g += L) {
+                    long at = 2 * (g0 + g);
+                    IntVector hs = (IntVector) ShortVector.fromMemorySegment(S, scales, at, LE).convertShape(VectorOperators.S2I, I, 0);
+                    IntVector hb = (IntVector) ShortVector.fromMemorySegment(S, biases, at, LE).convertShape(VectorOperators.S2I, I, 0);
+                    // Infinities and NaNs (exponent 31) take the table below; the rest convert exactly in vectors.
+                    if (hs.and(0x7c00).compare(VectorOperators.EQ, 0x7c00).or(hb.and(0x7c00).compare(VectorOperators.EQ, 0x7c00)).anyTrue()) break;
+                    halfToFloat(hs).intoArray(sc, g);
+                    halfToFloat(hb).intoArray(bs, g);
+                }
                 float[] half = KernelSupport.HALF_TO_FLOAT;
-                for (int g = 0; g < groups; g++) {
+                for (; g < groups; g++) {
                     sc[g] = half[scales.get(I16, 2 * (g0 + g)) & 0xffff];
                     bs[g] = half[biases.get(I16, 2 * (g0 + g)) & 0xffff];
                 }
@@ -204,6 +214,17 @@ final class AffineMatrix implements PackedMatrix {
         if (bits == 8) {
             for (int g = 0; g < groups; g++) bs[g] += 128f * sc[g];
         }
+    }
+
+    /**
+     * Finite float16 values (sign-extended in int lanes) as floats, exactly: the exponent and mantissa bits moved to
+     * float's positions and multiplied by 2^112 (which rebiases normal numbers and turns subnormal halves, read as
+     * subnormal floats, into their normal values), the sign put back. Called once per row on L groups, off the
+     * per-block path, so its vectors are not an issue for C2's inlining.
+     */
+    static FloatVector halfToFloat(IntVector h) {
+        FloatVector magnitude = h.and(0x7fff).lanewise(VectorOperators.LSHL, 13).reinterpretAsFloats().mul(0x1p112f);
+        return magnitude.reinterpretAsInts().or(h.and(0x8000).lanewise(VectorOperators.LSHL, 16)).reinterpretAsFloats();
     }
 
     /**
