@@ -14,7 +14,7 @@ import java.util.function.Consumer;
 
 /**
  * A benchmark engine's child JVM, spoken to one line at a time: commands on its stdin, replies on its stdout
- * prefixed with {@link LlamaCppWorker#REPLY} (other stdout lines are the library's chatter and are skipped). Its
+ * prefixed with {@link WorkerProtocol#REPLY} (other stdout lines are the library's chatter and are skipped). Its
  * stderr is its log: kept as a tail for error messages, passed to a listener, and echoed when asked. A child that
  * fails or ends surfaces as an {@link InvalidInputException} carrying the log's last lines.
  */
@@ -45,8 +45,8 @@ final class ChildWorker implements AutoCloseable {
     /** The next reply of {@code kind}, without its prefix; a clear error with the child's last log lines if it fails. */
     String await(String kind) throws IOException {
         for (String line; (line = replies.readLine()) != null; ) {
-            if (!line.startsWith(LlamaCppWorker.REPLY)) continue;
-            String reply = line.substring(LlamaCppWorker.REPLY.length());
+            if (!line.startsWith(WorkerProtocol.REPLY)) continue;
+            String reply = line.substring(WorkerProtocol.REPLY.length());
             if (reply.startsWith(kind)) return reply.substring(kind.length());
             if (reply.startsWith("error")) throw failure(reply);
         }

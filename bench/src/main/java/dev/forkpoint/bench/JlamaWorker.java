@@ -9,13 +9,10 @@ import com.github.tjake.jlama.safetensors.SafeTensorSupport;
 import com.github.tjake.jlama.safetensors.prompt.PromptContext;
 import com.github.tjake.jlama.util.PhysicalCoreExecutor;
 
-import java.io.BufferedReader;
 import java.io.File;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -30,7 +27,7 @@ import java.util.UUID;
  * {@code quantize} command runs) into a sibling folder {@code FOLDER-jlama-q4} (reused by later workers), which is
  * loaded instead; Jlama's load-time quantisation ({@code loadModel}'s {@code modelQuantization}) fails in 0.8.4 on
  * such a folder (an F32 × Q4 dot product in attention). Commands on stdin, one per line: {@code tokenize TEXT}, {@code run MAX_TOKENS TEXT},
- * {@code rss}, {@code quit}. Replies on stdout start with {@link LlamaCppWorker#REPLY}; Jlama logs to stderr.
+ * {@code rss}, {@code quit}. Replies on stdout start with {@link WorkerProtocol#REPLY}; Jlama logs to stderr.
  *
  * <p>{@code run} calls Jlama's own {@code generate} (greedy: temperature 0, a fresh session so nothing is reused)
  * and times it from outside with {@link System#nanoTime()}: prompt time is from the call to the first streamed token
@@ -59,26 +56,15 @@ public final class JlamaWorker {
             PhysicalCoreExecutor.overrideThreadCount(threads);   // before anything (the quantiser too) starts Jlama's pool
             File folder = weights.isPresent() ? quantised(Path.of(args[0]), weights.get()).toFile() : new File(args[0]);
             model = ModelSupport.loadModel(folder, null, DType.F32, workingQuantised, Optional.empty(), Optional.empty());
-            reply("loaded " + ResidentMemory.selfKb());
-            var in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-            for (String line; (line = in.readLine()) != null; ) {
-                if (line.startsWith("tokenize ")) {
-                    reply("tokens " + withoutBos(model, model.getTokenizer().encode(line.substring("tokenize ".length()))));
-                } else if (line.startsWith("run ")) {
-                    String rest = line.substring("run ".length());
-                    int space = rest.indexOf(' ');
-                    run(model, Integer.parseInt(rest.substring(0, space)), rest.substring(space + 1));
-                } else if (line.equals("rss")) {
-                    reply("rss " + ResidentMemory.selfKb());
-                } else if (line.equals("quit")) {
-                    break;
-                } else {
-                    reply("error unknown command: " + line);
-                }
-            }
+            WorkerProtocol.reply("loaded " + ResidentMemory.selfKb());
+            AbstractModel loaded = model;
+            WorkerProtocol.serve(new WorkerProtocol.Engine() {
+                public int tokenCount(String text) { return withoutBos(loaded, loaded.getTokenizer().encode(text)); }
+                public void run(int n, String prompt) throws Exception { JlamaWorker.run(loaded, n, prompt); }
+            });
         } catch (Throwable t) {
             t.printStackTrace();   // into the log the parent keeps for its error message
-            reply("error " + t);
+            WorkerProtocol.reply("error " + t);
             exit = 1;
         } finally {
             if (model != null) model.close();
@@ -116,13 +102,9 @@ public final class JlamaWorker {
         // Jlama counts decode steps; the first token (picked from the prefill) is one more, unless a step picked EOS.
         int generated = r.generatedTokens + (r.finishReason == Generator.FinishReason.STOP_TOKEN ? 0 : 1);
         long firstNanos = first[0] < 0 ? wall : first[0];
-        reply("pieces " + new ObjectMapper().writeValueAsString(pieces));
-        reply("done " + promptTokens + " " + generated + " " + firstNanos + " " + (wall - firstNanos) + " " + wall + " "
+        WorkerProtocol.reply("pieces " + new ObjectMapper().writeValueAsString(pieces));
+        WorkerProtocol.reply("done " + promptTokens + " " + generated + " " + firstNanos + " " + (wall - firstNanos) + " " + wall + " "
                 + r.promptTimeMs + " " + r.generateTimeMs + " " + r.finishReason);
     }
 
-    private static void reply(String s) {
-        System.out.println(LlamaCppWorker.REPLY + s);
-        System.out.flush();
-    }
 }

@@ -5,18 +5,14 @@ import de.kherud.llama.LlamaModel;
 import de.kherud.llama.LlamaOutput;
 import de.kherud.llama.ModelParameters;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 
 /**
  * The child process that runs llama.cpp (de.kherud:llama) for {@link LlamaCppEngine}, so that its memory, native
  * threads and log output stay apart from Forkpoint's. Arguments: model threads ctx batch. Commands on stdin, one per
  * line: {@code tokenize TEXT}, {@code run MAX_TOKENS TEXT}, {@code rss}, {@code quit}. Replies on stdout start with
- * {@link #REPLY}; anything else on stdout is the library's own chatter. llama.cpp logs (timings included) go to stderr.
+ * {@link WorkerProtocol#REPLY}; anything else on stdout is the library's own chatter. llama.cpp logs (timings included) go to stderr.
  */
 public final class LlamaCppWorker {
-    static final String REPLY = "@fp ";
 
     private LlamaCppWorker() {}
 
@@ -31,25 +27,13 @@ public final class LlamaCppWorker {
                 .setCtxSize(Integer.parseInt(args[2])).setBatchSize(batch).setUbatchSize(batch).setParallel(1);
         int exit = 0;
         try (var model = new LlamaModel(params)) {
-            reply("loaded " + ResidentMemory.selfKb());
-            var in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-            for (String line; (line = in.readLine()) != null; ) {
-                if (line.startsWith("tokenize ")) {
-                    reply("tokens " + model.encode(line.substring("tokenize ".length())).length);
-                } else if (line.startsWith("run ")) {
-                    String rest = line.substring("run ".length());
-                    int space = rest.indexOf(' ');
-                    run(model, Integer.parseInt(rest.substring(0, space)), rest.substring(space + 1));
-                } else if (line.equals("rss")) {
-                    reply("rss " + ResidentMemory.selfKb());
-                } else if (line.equals("quit")) {
-                    break;
-                } else {
-                    reply("error unknown command: " + line);
-                }
-            }
+            WorkerProtocol.reply("loaded " + ResidentMemory.selfKb());
+            WorkerProtocol.serve(new WorkerProtocol.Engine() {
+                public int tokenCount(String text) { return model.encode(text).length; }
+                public void run(int n, String prompt) throws Exception { LlamaCppWorker.run(model, n, prompt); }
+            });
         } catch (Throwable t) {
-            reply("error " + t);
+            WorkerProtocol.reply("error " + t);
             exit = 1;
         }
         System.out.flush();
@@ -68,11 +52,7 @@ public final class LlamaCppWorker {
             outputs++;
         }
         long wall = System.nanoTime() - start;
-        reply("done " + outputs + " " + first + " " + last + " " + wall);
+        WorkerProtocol.reply("done " + outputs + " " + first + " " + last + " " + wall);
     }
 
-    private static void reply(String s) {
-        System.out.println(REPLY + s);
-        System.out.flush();
-    }
 }
