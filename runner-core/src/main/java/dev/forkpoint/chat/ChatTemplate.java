@@ -193,24 +193,37 @@ public final class ChatTemplate {
      * Token offsets of the rendered messages' ends in {@code tokenizer.encode(chat.prompt(), true, true)}, ascending and
      * within the prompt's tokens: the {@link dev.forkpoint.engine.GenerationRequest#messageBoundaries()}. An end whose
      * text prefix does not encode to a prefix of the prompt's tokens (a token spanning the boundary) is left out.
+     * Each end is checked by encoding its prefix, latest first, within a budget of {@value #BOUNDARY_WORK} times the
+     * prompt's length in characters: the work is linear in the prompt however many messages it has, and the ends
+     * left unchecked when the budget runs out are the oldest ones.
      */
     public int[] tokenBoundaries(RenderedChat chat) {
         int[] full = tokenizer.encode(chat.prompt(), true, true);
         boolean bos = tokenizer.addsBos() && tokenizer.bosId() >= 0;
-        int[] out = new int[chat.messageEnds().length];
-        int n = 0, previous = 0;
-        for (int end : chat.messageEnds()) {
+        if (bos && (full.length == 0 || full[0] != tokenizer.bosId())) return new int[0];
+        int[] ends = chat.messageEnds();
+        int[] out = new int[ends.length];
+        int n = 0, next = Integer.MAX_VALUE;   // the boundary found after this one (in the reverse walk)
+        long budget = (long) BOUNDARY_WORK * chat.prompt().length();
+        for (int i = ends.length - 1; i >= 0; i--) {
+            int end = ends[i];
             if (end <= 0 || end > chat.prompt().length()) continue;
+            if (end > budget) break;
+            budget -= end;
             int[] part = tokenizer.encode(chat.prompt().substring(0, end), false, true);
             int length = part.length + (bos ? 1 : 0);
-            if (length <= previous || length > full.length) continue;
-            if (bos && full[0] != tokenizer.bosId()) continue;
+            if (length >= next || length > full.length) continue;
             if (!Arrays.equals(part, 0, part.length, full, bos ? 1 : 0, length)) continue;
             out[n++] = length;
-            previous = length;
+            next = length;
         }
-        return Arrays.copyOf(out, n);
+        int[] ascending = new int[n];
+        for (int i = 0; i < n; i++) ascending[i] = out[n - 1 - i];
+        return ascending;
     }
+
+    /** The encoding work of {@link #tokenBoundaries}, in multiples of the prompt's length. */
+    static final int BOUNDARY_WORK = 8;
 
     /** The tool-call format the template's text shows. */
     static ToolCallFormat detectFormat(String source) {

@@ -21,7 +21,11 @@ final class CliLogging {
         handler.setFormatter(new Formatter() {
             @Override
             public String format(LogRecord r) {
-                return "forkpoint: " + formatMessage(r) + System.lineSeparator();
+                String line = "forkpoint: " + dev.forkpoint.LogText.oneLine(formatMessage(r)) + System.lineSeparator();
+                if (r.getThrown() == null || !verbose) return line;
+                java.io.StringWriter trace = new java.io.StringWriter();
+                r.getThrown().printStackTrace(new java.io.PrintWriter(trace));
+                return line + trace;
             }
         });
         Level level = verbose ? Level.INFO : Level.WARNING;

@@ -2,6 +2,7 @@ package dev.forkpoint.cli;
 
 import dev.forkpoint.engine.EngineOptions;
 import dev.forkpoint.server.ForkpointServer;
+import dev.forkpoint.server.RequestGuards;
 import dev.forkpoint.server.ServerApi;
 import dev.forkpoint.server.ServerConfig;
 import dev.forkpoint.server.anthropic.AnthropicApi;
@@ -66,6 +67,21 @@ final class ServeCommand implements Callable<Integer> {
     @Option(names = "--max-body-bytes", paramLabel = "BYTES", description = "Largest request body accepted.")
     long maxBodyBytes = ServerConfig.DEFAULT_MAX_BODY_BYTES;
 
+    @Option(names = "--body-timeout", paramLabel = "SECONDS",
+            description = "A request body that makes no progress for this long is refused (408); the whole body must arrive within six times it.")
+    long bodyTimeoutSeconds = RequestGuards.DEFAULT_BODY_TIMEOUT.toSeconds();
+
+    @Option(names = "--bodies-per-client", paramLabel = "N", description = "Request bodies read at once from one client address; more get 429.")
+    int bodiesPerClient = RequestGuards.DEFAULT_BODIES_PER_CLIENT;
+
+    @Option(names = "--origins", paramLabel = "LIST", split = ",",
+            description = "Browser origins allowed besides this machine's (comma-separated, * as wildcard), added to $OLLAMA_ORIGINS.")
+    List<String> origins = new ArrayList<>();
+
+    @Option(names = "--allowed-hosts", paramLabel = "LIST", split = ",",
+            description = "Host names a loopback server answers to besides this machine's (comma-separated, *.suffix allowed), e.g. a local proxy's name.")
+    List<String> allowedHosts = new ArrayList<>();
+
     /** The APIs `serve` installs. */
     static List<ServerApi> apis() {
         return List.of(new OllamaApi(), new RunnerApi(), new OpenAiApi(), new AnthropicApi());
@@ -77,7 +93,8 @@ final class ServeCommand implements Callable<Integer> {
         CliLogging.enableInfo("dev.forkpoint.server");
         ServerConfig config = new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads,
                 new EngineOptions(kvCacheBytes, EngineOptions.parseKvType(kvType), Math.max(2, parallel + 1)), Duration.ofSeconds(keepAliveSeconds),
-                maxBodyBytes, env.env());
+                maxBodyBytes, env.env(), new RequestGuards(Duration.ofSeconds(bodyTimeoutSeconds), bodiesPerClient, allowedHosts, origins)
+                        .withOriginsFrom(env.env().get("OLLAMA_ORIGINS")));
         if (models.isEmpty()) env.err().println("note: no --model given; serving the models of the local Ollama store (loaded on first use)");
         ForkpointServer server = ForkpointServer.start(config, apis());
         CountDownLatch stopped = new CountDownLatch(1);

@@ -95,6 +95,7 @@ final class Generation {
         if (numBatch < 1 || numBatch > numCtx) {
             throw new InvalidInputException("num_batch must be in [1, num_ctx=" + numCtx + "], got " + request.numBatch());
         }
+        model.requirePromptMayFit(request.prompt(), numCtx, "prompt");
         int[] prompt = tokenizer.encode(request.prompt(), true, true);
         if (prompt.length == 0) throw new InvalidInputException("prompt is empty");
         if (prompt.length >= numCtx) {
@@ -102,11 +103,11 @@ final class Generation {
                     + "; shorten the prompt or raise num_ctx");
         }
         int numPredict = options.numPredict();
-        if (numPredict > 0 && prompt.length + numPredict > numCtx) {
+        if (numPredict > 0 && numPredict > numCtx - prompt.length) {   // not prompt + numPredict: that overflows
             throw new InvalidInputException("prompt (" + prompt.length + " tokens) + num_predict (" + numPredict
                     + ") exceeds num_ctx " + numCtx);
         }
-        int maxNew = numPredict < 0 ? numCtx - prompt.length : numPredict;
+        int maxNew = numPredict < 0 ? numCtx - prompt.length : numPredict;   // 0: evaluate the prompt, generate nothing
         int[] boundaries = checkedBoundaries(request.messageBoundaries(), prompt.length);
         model.requireFits(prompt.length + maxNew, "prompt (" + prompt.length + " tokens) + "
                 + (numPredict < 0 ? "generation up to num_ctx " + numCtx : "num_predict (" + numPredict + ")"));
@@ -197,6 +198,10 @@ final class Generation {
         if (evaluatedTo < prompt.length) return;
         if (logits == null) throw new IllegalStateException("the prompt's last chunk was evaluated without logits");
         firstTokenNanos = System.nanoTime();
+        if (plan.maxNew() == 0) {   // num_predict 0: the prompt is evaluated (and cached), nothing is generated
+            finish("length");
+            return;
+        }
         sampler = new Sampler(plan.options(), logits.length);
         accept(logits);
     }

@@ -193,6 +193,45 @@ public final class LoadedModel implements AutoCloseable {
         }
     }
 
+    /**
+     * Refuses, before any tokenizing, a text that certainly holds more than {@code numCtx} tokens: one that is longer
+     * than numCtx × the longest piece of the vocabulary (in chars) × {@value #NORMALIZATION_SLACK} (room for
+     * normalisers that fold several characters into one). The work a request can cause before its context check is so
+     * bounded by its context, not by the body size. {@code field} names the request's field in the message.
+     */
+    public void requirePromptMayFit(String text, int numCtx, String field) {
+        requirePromptMayFit(text.length(), numCtx, field);
+    }
+
+    /** {@link #requirePromptMayFit(String, int, String)} for a text of {@code chars} characters. */
+    public void requirePromptMayFit(long chars, int numCtx, String field) {
+        long limit = (long) numCtx * maxTokenChars() * NORMALIZATION_SLACK;
+        if (chars > limit) {
+            throw new dev.forkpoint.InvalidInputException(field + " is " + chars + " characters, more than num_ctx "
+                    + numCtx + " tokens can hold (this vocabulary's longest token is " + maxTokenChars()
+                    + " characters); shorten the " + field + " or raise num_ctx");
+        }
+    }
+
+    /** How many characters one token covers at most, in the bound of {@link #requirePromptMayFit}. */
+    static final int NORMALIZATION_SLACK = 4;
+
+    private volatile int maxTokenChars;
+
+    /** The longest piece of the vocabulary in chars (at least 1), computed once. */
+    int maxTokenChars() {
+        int m = maxTokenChars;
+        if (m == 0) {
+            m = 1;
+            for (int id = 0, n = tokenizer.vocabSize(); id < n; id++) {
+                String piece = tokenizer.piece(id);
+                if (piece != null) m = Math.max(m, piece.length());
+            }
+            maxTokenChars = m;
+        }
+        return m;
+    }
+
     RadixCache cache() { return cache; }
 
     PagePool pool() { return pool; }

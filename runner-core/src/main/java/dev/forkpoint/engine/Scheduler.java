@@ -32,6 +32,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@link GenerationEvent.Failed} (their own exception); the others continue and the scheduler keeps serving.
  * With the CPU backend's batch-invariant decode kernels, a greedy generation produces the same tokens however it is
  * batched. Steps hold the model's lock, so {@link LoadedModel#generate} calls interleave with them safely.
+ *
+ * <p>Invariants: a request that fails to start (whatever throws while it is admitted) leaves the queue with its own
+ * error, so no request can stay at the head and make every step fail; an error that repeats is logged once a minute
+ * with a count ({@link dev.forkpoint.RepeatedLog}), never once per step.
  */
 public final class Scheduler implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(Scheduler.class.getName());
@@ -45,6 +49,7 @@ public final class Scheduler implements AutoCloseable {
     private final ArrayDeque<Job> waiting = new ArrayDeque<>();   // guarded by lock
     private final List<Active> running = new ArrayList<>();      // the scheduler thread's only
     private final Thread worker;
+    private final dev.forkpoint.RepeatedLog stepErrors = new dev.forkpoint.RepeatedLog(LOG, 60);
     private final AtomicLong steps = new AtomicLong(), evaluated = new AtomicLong(), reused = new AtomicLong(), generated = new AtomicLong();
     private volatile int runningCount, livePages, reservedPages;
     private volatile boolean closed;
@@ -106,7 +111,7 @@ public final class Scheduler implements AutoCloseable {
                     try {
                         step();
                     } catch (RuntimeException | Error e) {   // a bug outside any one sequence: fail them all, keep serving
-                        LOG.log(System.Logger.Level.ERROR, "scheduler step failed", e);
+                        stepErrors.log(System.Logger.Level.ERROR, "step", "scheduler step failed: " + e, e);
                         for (Active a : List.copyOf(running)) end(a, e);
                     }
                 }
@@ -156,8 +161,9 @@ public final class Scheduler implements AutoCloseable {
                 job = waiting.peek();
             }
             if (job == null) return;
-            Generation g = new Generation(model, job.request(), job.plan(), sink(job.stream()));
+            Generation g = null;
             try {
+                g = new Generation(model, job.request(), job.plan(), sink(job.stream()));
                 g.start();   // locks the matched prefix: eviction below cannot take it
                 int need = reserve() + worstCasePages(g);
                 if (!model.cache().ensureFreePages(need) && !running.isEmpty()) {
@@ -173,14 +179,34 @@ public final class Scheduler implements AutoCloseable {
                 reused.addAndGet(g.reused());
                 g.started();
             } catch (RuntimeException | Error e) {
+                // This request fails alone, and it leaves the queue whatever failed: never retried at every step.
                 synchronized (lock) {
                     waiting.remove(job);
                 }
-                g.close(e);
-                job.stream().emit(new GenerationEvent.Failed(runtime(e)));
+                Active failed = g == null ? null : find(g);
+                if (failed != null) {
+                    end(failed, e);
+                } else {
+                    if (g != null) {
+                        try {
+                            g.close(e);
+                        } catch (RuntimeException | Error closing) {
+                            e.addSuppressed(closing);
+                        }
+                    }
+                    if (!job.stream().isFinished()) job.stream().emit(new GenerationEvent.Failed(runtime(e)));
+                }
+                if (!(e instanceof InvalidInputException)) {
+                    stepErrors.log(System.Logger.Level.ERROR, "admit", "a request failed to start: " + e, e);
+                }
                 runningCount = running.size();
             }
         }
+    }
+
+    private Active find(Generation g) {
+        for (Active a : running) if (a.generation() == g) return a;
+        return null;
     }
 
     /** Pages the running sequences may still allocate, in their worst case. */

@@ -54,18 +54,20 @@ public final class Completion implements AutoCloseable {
      * goes away meanwhile. A failure is rethrown as raised.
      */
     public GenerationResult await(Context ctx) throws InterruptedException {
+        long nextCheck = System.nanoTime() + POLL.toNanos();
         while (true) {
             GenerationEvent e = next(POLL);
-            if (e == null) {
-                if (stream.isDrained()) throw new IllegalStateException("the generation's final event was already taken");
+            if (e instanceof GenerationEvent.Done d) return d.result();
+            if (e instanceof GenerationEvent.Failed f) throw f.error();
+            if (e == null && stream.isDrained()) throw new IllegalStateException("the generation's final event was already taken");
+            // Events may come faster than the poll interval: look at the client on a clock, not only when idle.
+            if (e == null || System.nanoTime() - nextCheck >= 0) {
+                nextCheck = System.nanoTime() + POLL.toNanos();
                 if (!ClientConnection.isOpen(ctx)) {
                     cancel();
                     throw new ClientGoneException();
                 }
-                continue;
             }
-            if (e instanceof GenerationEvent.Done d) return d.result();
-            if (e instanceof GenerationEvent.Failed f) throw f.error();
         }
     }
 

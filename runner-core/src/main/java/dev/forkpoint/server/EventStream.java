@@ -22,6 +22,7 @@ public final class EventStream implements AutoCloseable {
     private final boolean sse;
     private final OutputStream out;
     private long lastWrite = System.nanoTime();
+    private long lastCheck = System.nanoTime();
 
     private EventStream(Context ctx, Completion completion, boolean sse, String contentType) {
         this.ctx = ctx;
@@ -56,8 +57,12 @@ public final class EventStream implements AutoCloseable {
         while (true) {
             if (completion.isDrained()) return null;
             GenerationEvent e = completion.next(Completion.POLL);
-            if (e != null) return e;
+            // the client is looked at on a clock too: a reply held back (tool calls) writes nothing for a while
+            boolean due = System.nanoTime() - lastCheck >= Completion.POLL.toNanos();
+            if (e != null && !due) return e;
+            lastCheck = System.nanoTime();
             if (!ClientConnection.isOpen(ctx)) gone(null);
+            if (e != null) return e;
             if (sse && System.nanoTime() - lastWrite > KEEP_ALIVE_SECONDS * 1_000_000_000L) writeRaw(": keep-alive\n\n");
         }
     }

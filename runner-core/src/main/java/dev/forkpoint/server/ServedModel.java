@@ -93,11 +93,23 @@ public final class ServedModel implements AutoCloseable {
 
     /**
      * Renders a chat with the model's template, ready to submit: the prompt ends where the assistant's reply begins, and
-     * the message ends become token boundaries (the prefix cache's fork points).
+     * the message ends become token boundaries (the prefix cache's fork points). A chat that certainly cannot fit
+     * {@code numCtx} tokens (0 = the model's default) is refused before anything is rendered or tokenized
+     * ({@link LoadedModel#requirePromptMayFit}), naming {@code messages}.
      */
-    public ChatPrompt renderChat(List<ChatMessage> messages, List<ToolDefinition> tools) {
+    public ChatPrompt renderChat(List<ChatMessage> messages, List<ToolDefinition> tools, int numCtx) {
+        int bound = numCtx <= 0 ? model.defaultNumCtx() : Math.min(numCtx, model.config().contextLength());
+        long content = 0;
+        for (ChatMessage m : messages) content += m.content().length();
+        model.requirePromptMayFit(content, bound, "messages");
         RenderedChat rendered = template.render(messages, tools == null ? List.of() : tools, true);
+        model.requirePromptMayFit(rendered.prompt().length(), bound, "messages");
         return new ChatPrompt(rendered.prompt(), template.tokenBoundaries(rendered), template);
+    }
+
+    /** The chat with the model's default context ({@link #renderChat(List, List, int)} with 0). */
+    public ChatPrompt renderChat(List<ChatMessage> messages, List<ToolDefinition> tools) {
+        return renderChat(messages, tools, 0);
     }
 
     /** Unloads: cancels queued work, releases the KV pool and the mapping. */

@@ -25,10 +25,11 @@ import java.util.Map;
  * @param keepAlive     how long a store model stays loaded after its last request when the request names none
  * @param maxBodyBytes  largest request body accepted (larger → 413)
  * @param env           environment variables (OLLAMA_MODELS, HOME, XDG_CACHE_HOME) used to find the store and the cache
+ * @param guards        body timeouts, bodies per client, the Host and Origin allow-lists ({@link RequestGuards})
  */
 public record ServerConfig(String host, int port, List<String> models, int parallel, int queueLimit, String apiKey,
                            int threads, EngineOptions engine, Duration keepAlive, long maxBodyBytes,
-                           Map<String, String> env) {
+                           Map<String, String> env, RequestGuards guards) {
     public static final String DEFAULT_HOST = "127.0.0.1";
     public static final int DEFAULT_PORT = 11434;
     public static final Duration DEFAULT_KEEP_ALIVE = Duration.ofMinutes(5);
@@ -46,6 +47,13 @@ public record ServerConfig(String host, int port, List<String> models, int paral
         if (keepAlive == null) keepAlive = DEFAULT_KEEP_ALIVE;
         if (maxBodyBytes < 1) throw new InvalidInputException("max body bytes must be at least 1, got " + maxBodyBytes);
         env = env == null ? Map.of() : Map.copyOf(env);
+        if (guards == null) guards = RequestGuards.defaults();
+    }
+
+    /** A configuration with the default {@link RequestGuards}. */
+    public ServerConfig(String host, int port, List<String> models, int parallel, int queueLimit, String apiKey,
+                        int threads, EngineOptions engine, Duration keepAlive, long maxBodyBytes, Map<String, String> env) {
+        this(host, port, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env, null);
     }
 
     /** Defaults: loopback, port 11434, the store's models, parallel 4, all processors, no API key. */
@@ -55,27 +63,29 @@ public record ServerConfig(String host, int port, List<String> models, int paral
                 DEFAULT_MAX_BODY_BYTES, System.getenv());
     }
 
-    public ServerConfig withPort(int p) { return new ServerConfig(host, p, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env); }
+    public ServerConfig withPort(int p) { return new ServerConfig(host, p, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env, guards); }
 
-    public ServerConfig withHost(String h) { return new ServerConfig(h, port, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env); }
+    public ServerConfig withHost(String h) { return new ServerConfig(h, port, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env, guards); }
 
-    public ServerConfig withModels(List<String> m) { return new ServerConfig(host, port, m, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env); }
+    public ServerConfig withModels(List<String> m) { return new ServerConfig(host, port, m, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env, guards); }
 
     public ServerConfig withModel(Path file) { return withModels(List.of(file.toString())); }
 
-    public ServerConfig withParallel(int n) { return new ServerConfig(host, port, models, n, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env); }
+    public ServerConfig withParallel(int n) { return new ServerConfig(host, port, models, n, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env, guards); }
 
-    public ServerConfig withQueueLimit(int n) { return new ServerConfig(host, port, models, parallel, n, apiKey, threads, engine, keepAlive, maxBodyBytes, env); }
+    public ServerConfig withQueueLimit(int n) { return new ServerConfig(host, port, models, parallel, n, apiKey, threads, engine, keepAlive, maxBodyBytes, env, guards); }
 
-    public ServerConfig withApiKey(String key) { return new ServerConfig(host, port, models, parallel, queueLimit, key, threads, engine, keepAlive, maxBodyBytes, env); }
+    public ServerConfig withApiKey(String key) { return new ServerConfig(host, port, models, parallel, queueLimit, key, threads, engine, keepAlive, maxBodyBytes, env, guards); }
 
-    public ServerConfig withThreads(int n) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, n, engine, keepAlive, maxBodyBytes, env); }
+    public ServerConfig withThreads(int n) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, n, engine, keepAlive, maxBodyBytes, env, guards); }
 
-    public ServerConfig withEngine(EngineOptions e) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, e, keepAlive, maxBodyBytes, env); }
+    public ServerConfig withEngine(EngineOptions e) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, e, keepAlive, maxBodyBytes, env, guards); }
 
-    public ServerConfig withKeepAlive(Duration d) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, engine, d, maxBodyBytes, env); }
+    public ServerConfig withKeepAlive(Duration d) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, engine, d, maxBodyBytes, env, guards); }
 
-    public ServerConfig withMaxBodyBytes(long n) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, n, env); }
+    public ServerConfig withMaxBodyBytes(long n) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, n, env, guards); }
 
-    public ServerConfig withEnv(Map<String, String> e) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, e); }
+    public ServerConfig withGuards(RequestGuards g) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env, g); }
+
+    public ServerConfig withEnv(Map<String, String> e) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, e, guards); }
 }

@@ -72,8 +72,10 @@ public final class AnthropicApi implements ServerApi {
         body.put("type", "error");
         ObjectNode err = body.putObject("error");
         err.put("type", switch (e.kind()) {
-            case BAD_REQUEST -> "invalid_request_error";
+            case BAD_REQUEST, TIMEOUT -> "invalid_request_error";
             case UNAUTHORIZED -> "authentication_error";
+            case FORBIDDEN -> "permission_error";
+            case TOO_MANY_REQUESTS -> "rate_limit_error";
             case NOT_FOUND -> "not_found_error";
             case PAYLOAD_TOO_LARGE -> "request_too_large";
             case BUSY -> "overloaded_error";
@@ -148,11 +150,12 @@ public final class AnthropicApi implements ServerApi {
     /** Refuses, naming the field, a prompt that does not fit the context or a prompt + max_tokens beyond it. */
     private static void checkContext(ServedModel model, String prompt, int maxTokens) {
         int numCtx = model.model().defaultNumCtx();
+        model.model().requirePromptMayFit(prompt, numCtx, "messages");
         int tokens = promptTokens(model, prompt);
         if (tokens >= numCtx) {
             throw new BadFieldException("messages", "prompt is too long: " + tokens + " tokens, but the model's context is " + numCtx + " tokens");
         }
-        if (tokens + maxTokens > numCtx) {
+        if ((long) tokens + maxTokens > numCtx) {
             throw new BadFieldException("max_tokens", "input length and max_tokens exceed the context limit: " + tokens + " + "
                     + maxTokens + " > " + numCtx + "; lower max_tokens");
         }

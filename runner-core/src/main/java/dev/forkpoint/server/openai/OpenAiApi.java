@@ -78,7 +78,8 @@ public final class OpenAiApi implements ServerApi {
         ObjectNode err = F.objectNode();
         err.put("message", e.message());
         err.put("type", switch (e.kind()) {
-            case BAD_REQUEST, NOT_FOUND, PAYLOAD_TOO_LARGE, UNAUTHORIZED -> "invalid_request_error";
+            case BAD_REQUEST, NOT_FOUND, PAYLOAD_TOO_LARGE, UNAUTHORIZED, FORBIDDEN, TIMEOUT -> "invalid_request_error";
+            case TOO_MANY_REQUESTS -> "requests";
             case BUSY, INTERNAL, CANCELLED -> "server_error";
         });
         if (e.param() == null || e.param().isEmpty()) err.putNull("param");
@@ -88,6 +89,7 @@ public final class OpenAiApi implements ServerApi {
             case NOT_FOUND -> "model_not_found";
             case PAYLOAD_TOO_LARGE -> "request_too_large";
             case BUSY -> "overloaded";
+            case TOO_MANY_REQUESTS -> "rate_limit_exceeded";
             default -> e.message().contains("context_length_exceeded") ? "context_length_exceeded" : null;
         };
         if (code == null) err.putNull("code");

@@ -69,12 +69,13 @@ final class OpenAiOptions {
      */
     static int checkContext(ServedModel model, String prompt, Integer maxTokens, String promptField, String maxTokensField) {
         int numCtx = model.model().defaultNumCtx();
+        model.model().requirePromptMayFit(prompt, numCtx, promptField);
         int tokens = model.model().tokenizer().encode(prompt, true, true).length;
         if (tokens >= numCtx) {
             throw new BadFieldException(promptField, "the prompt is " + tokens + " tokens but the model's context is "
                     + numCtx + " tokens (context_length_exceeded); shorten " + promptField);
         }
-        if (maxTokens != null && tokens + maxTokens > numCtx) {
+        if (maxTokens != null && (long) tokens + maxTokens > numCtx) {
             throw new BadFieldException(maxTokensField, "the prompt (" + tokens + " tokens) + " + maxTokensField + " ("
                     + maxTokens + ") exceeds the model's context of " + numCtx + " tokens; lower " + maxTokensField);
         }
