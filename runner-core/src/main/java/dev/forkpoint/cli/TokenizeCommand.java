@@ -1,7 +1,7 @@
 package dev.forkpoint.cli;
 
 import dev.forkpoint.InvalidInputException;
-import dev.forkpoint.format.gguf.GgufFile;
+import dev.forkpoint.model.ModelFiles;
 import dev.forkpoint.tokenizer.Tokenizer;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -59,8 +59,8 @@ final class TokenizeCommand implements Callable<Integer> {
             print(env, Tokenizer.fromPath(tokenizerPath), input);
             return ExitCodes.OK;
         }
-        try (GgufFile file = GgufFile.open(model.resolve(env))) {
-            print(env, Tokenizer.fromGguf(file), input);
+        try (ModelFiles files = ModelFiles.open(model.resolve(env))) {   // a GGUF file, a model folder or a manifest
+            print(env, files.tokenizer(), input);
         }
         return ExitCodes.OK;
     }

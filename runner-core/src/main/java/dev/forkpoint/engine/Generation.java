@@ -225,6 +225,7 @@ final class Generation {
     /** Samples the next token from {@code logits}, streams its text, and either ends the generation or queues the token. */
     private void accept(float[] logits) {
         Tokenizer tokenizer = model.tokenizer();
+        if (!Sampler.anyLogit(logits)) throw model.noFiniteLogits();
         int id = sampler.sample(logits, history, historyLength);
         if (tokenizer.isEndOfGeneration(id)) {
             finish("stop");

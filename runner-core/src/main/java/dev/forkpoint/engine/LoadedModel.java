@@ -232,6 +232,23 @@ public final class LoadedModel implements AutoCloseable {
         return m;
     }
 
+    /**
+     * Called when a forward pass produced no logit above −∞ (all NaN or −∞): names the model's first float tensor that
+     * holds non-finite values as the cause ({@link dev.forkpoint.format.ModelFormatException}: the file is unusable);
+     * without one the failure is internal. Scans once; the answer is kept.
+     */
+    RuntimeException noFiniteLogits() {
+        String found = nonFinite;
+        if (found == null) nonFinite = found = file.tensors().firstNonFinite().orElse("");
+        if (!found.isEmpty()) {
+            return new dev.forkpoint.format.ModelFormatException(file.path(), "tensor " + found,
+                    "holds a NaN or infinite value, so the model computes no finite logits; the file is damaged or the tensor's type is mislabelled");
+        }
+        return new IllegalStateException("the model computed no finite logits (every logit is NaN or -infinity)");
+    }
+
+    private volatile String nonFinite;
+
     RadixCache cache() { return cache; }
 
     PagePool pool() { return pool; }

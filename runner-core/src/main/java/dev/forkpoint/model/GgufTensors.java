@@ -16,4 +16,17 @@ record GgufTensors(GgufFile file) implements ModelTensors {
     public Weight weight(String name, Backend backend) { return backend.weight(file.tensor(name)); }
 
     public int count() { return file.tensors().size(); }
+
+    public Optional<String> firstNonFinite() {
+        for (var t : file.tensors()) {
+            long i = switch (t.type()) {
+                case F32 -> NonFiniteScan.f32(t.data());
+                case F16 -> NonFiniteScan.f16(t.data());
+                case BF16 -> NonFiniteScan.bf16(t.data());
+                default -> -1;
+            };
+            if (i >= 0) return Optional.of(t.name() + " (" + t.type() + "): element " + i);
+        }
+        return Optional.empty();
+    }
 }

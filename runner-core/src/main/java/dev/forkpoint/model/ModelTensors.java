@@ -23,4 +23,11 @@ public interface ModelTensors {
 
     /** How many tensors the model holds (for progress). */
     int count();
+
+    /**
+     * The first float tensor (F32, F16, BF16) holding a NaN or an infinity, described with the element's index
+     * ("token_embd.weight: element 17"), or empty when there is none or the format is not scanned. Reads every float
+     * tensor: for explaining a failure, not for loading.
+     */
+    default java.util.Optional<String> firstNonFinite() { return java.util.Optional.empty(); }
 }

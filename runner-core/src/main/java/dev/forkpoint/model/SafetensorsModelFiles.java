@@ -61,6 +61,8 @@ final class SafetensorsModelFiles implements ModelFiles {
         if (!Files.isRegularFile(folder.resolve(HfConfig.FILE))) {
             throw new ModelFormatException(path, HfConfig.FILE, "missing: a model folder needs config.json, safetensors weights and tokenizer files");
         }
+        Path configFile = folder.resolve(HfConfig.FILE);
+        Architectures.named(HfConfig.modelType(configFile), configFile, "model_type");   // an unknown type is named first
         SafetensorsShards shards = SafetensorsShards.open(folder);
         try {
             return new SafetensorsModelFiles(path, folder, linkFolder, shards, name);

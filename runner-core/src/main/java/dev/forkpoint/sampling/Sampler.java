@@ -133,6 +133,11 @@ public final class Sampler {
         }
     }
 
+    /** Whether any of the logits is above −∞ (NaN ignored): whether there is anything to sample from at all. */
+    public static boolean anyLogit(float[] logits) {
+        return LogitScan.max(logits, logits.length) != Float.NEGATIVE_INFINITY;
+    }
+
     /** The lowest id of the largest logit, NaN ignored. */
     static int argmax(float[] logits, int vocabSize) {
         return LogitScan.indexOf(logits, vocabSize, maxOf(logits, vocabSize));

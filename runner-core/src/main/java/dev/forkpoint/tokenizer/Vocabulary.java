@@ -120,6 +120,11 @@ final class Vocabulary {
                 throw new ModelFormatException(file.path(), "metadata " + PREFIX + key, "expected an integer, found " + value.describe());
             }
             v = i.value();
+            if (v == -1 || v == 0xFFFF_FFFFL) return -1;   // "none", as int32 or uint32
+            if (v < 0 || v >= texts.length) {
+                throw new ModelFormatException(file.path(), "metadata " + PREFIX + key, "token id " + v
+                        + " is outside the vocabulary of " + texts.length + " tokens");
+            }
         }
         return v >= 0 && v < texts.length ? (int) v : -1;
     }

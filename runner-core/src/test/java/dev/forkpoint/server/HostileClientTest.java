@@ -31,6 +31,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * tests of issue 12's defects C (broken bodies and HTTP/0.9), D (stalled bodies, the API key before the body), E
  * (a non-streaming request is cancelled when its client leaves) and F (Host and Origin checks).
  */
+@org.junit.jupiter.api.Timeout(120)
 class HostileClientTest {
     static ServerHarness h;
     static final String KEY = "sekrit";
