@@ -73,9 +73,9 @@ public final class Json {
             String path = path(e);
             Throwable cause = e.getCause() != null ? e.getCause() : e;
             if (cause instanceof dev.forkpoint.InvalidInputException i) throw i;
-            throw new BadFieldException(path, "field '" + path + "' is invalid: " + e.getOriginalMessage());
+            throw new BadFieldException(path, "field '" + path + "' is invalid: " + plain(e.getOriginalMessage()));
         } catch (JsonProcessingException e) {
-            throw new BadFieldException("", "request body is invalid: " + e.getOriginalMessage());
+            throw new BadFieldException("", "request body is invalid: " + plain(e.getOriginalMessage()));
         }
     }
 
@@ -87,11 +87,41 @@ public final class Json {
             return n;
         } catch (JacksonException e) {
             var loc = e.getLocation();
-            throw new BadFieldException("", "request body is not valid JSON: " + e.getOriginalMessage()
+            throw new BadFieldException("", "request body is not valid JSON: " + plain(e.getOriginalMessage())
                     + (loc == null ? "" : " (line " + loc.getLineNr() + ", column " + loc.getColumnNr() + ")"));
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
+    }
+
+    /**
+     * A Jackson message in the client's words: the parser's limits ("from `StreamReadConstraints…`") and Java type
+     * names ({@code `com.fasterxml.jackson.databind.JsonNode`}, {@code `java.lang.String`}) are internals of this server,
+     * not of the request, so they are dropped or said as JSON types.
+     */
+    static String plain(String message) {
+        if (message == null) return "malformed";
+        String m = message.replaceAll("\\s*\\(from `[^`]*`\\)", "").replaceAll(",?\\s*from `[^`]*`", "")
+                .replaceAll("\\s*\\(through reference chain:[^)]*\\)", "");
+        java.util.regex.Matcher t = java.util.regex.Pattern.compile("`([A-Za-z0-9_.$\\[\\]<>]+)`").matcher(m);
+        StringBuilder out = new StringBuilder();
+        while (t.find()) t.appendReplacement(out, java.util.regex.Matcher.quoteReplacement(jsonType(t.group(1))));
+        t.appendTail(out);
+        return out.toString().replace("StreamReadConstraints", "the parser's limits");
+    }
+
+    private static String jsonType(String javaType) {
+        String simple = javaType.substring(javaType.lastIndexOf('.') + 1).replace("$", ".");
+        return switch (simple) {
+            case "String" -> "string";
+            case "Integer", "int", "Long", "long", "Short", "short", "BigInteger" -> "integer";
+            case "Double", "double", "Float", "float", "BigDecimal", "Number" -> "number";
+            case "Boolean", "boolean" -> "boolean";
+            case "JsonNode", "ObjectNode", "Object" -> "JSON value";
+            case "ArrayNode", "List", "ArrayList", "Collection" -> "array";
+            case "Map", "LinkedHashMap", "HashMap" -> "object";
+            default -> simple.endsWith("[]") ? "array" : "object";
+        };
     }
 
     /** The JSON text of a value. */

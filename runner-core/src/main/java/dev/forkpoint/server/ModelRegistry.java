@@ -118,6 +118,15 @@ public final class ModelRegistry implements AutoCloseable {
      */
     public ModelLease acquire(String name, Duration keepAlive) {
         if (name == null || name.isBlank()) throw new BadFieldException("model", "model is required");
+        String pinnedDigest = null;
+        int at = name.indexOf('@');
+        if (at >= 0) {   // "name@sha256:<hex>": the model must be exactly that one
+            pinnedDigest = name.substring(at + 1).toLowerCase(Locale.ROOT);
+            if (!pinnedDigest.matches("sha256:[0-9a-f]{64}")) {
+                throw new BadFieldException("model", "model '" + name + "': a digest must be sha256: followed by 64 hex digits");
+            }
+            name = name.substring(0, at);
+        }
         Entry e = entry(name);
         Duration keep = keepAlive == null ? config.keepAlive() : keepAlive;
         e.lock.lock();
@@ -129,7 +138,35 @@ public final class ModelRegistry implements AutoCloseable {
             e.lock.unlock();
         }
         ServedModel served = e.served;
-        return new ModelLease(served, loadNanos, () -> release(e, keep));
+        ModelLease lease = new ModelLease(served, loadNanos, () -> release(e, keep));
+        if (pinnedDigest != null && !pinnedDigest.equals("sha256:" + served.digest())) {
+            lease.close();
+            throw new ModelNotFoundException("model '" + name + "' is sha256:" + served.digest() + ", not the " + pinnedDigest + " asked for");
+        }
+        return lease;
+    }
+
+    /**
+     * The listing of the model {@code name} answers to (every alias and spelling {@link #acquire} accepts, a digest
+     * suffix ignored), without loading it; empty when no model answers to it.
+     */
+    public java.util.Optional<ModelListing> find(String name) {
+        if (name == null || name.isBlank()) return java.util.Optional.empty();
+        int at = name.indexOf('@');
+        String bare = at >= 0 ? name.substring(0, at) : name;
+        String canonical;
+        if (pinned) {
+            canonical = aliases.get(bare.toLowerCase(Locale.ROOT));
+        } else {
+            try {
+                canonical = OllamaName.parse(bare).displayName();
+            } catch (InvalidInputException ex) {
+                return java.util.Optional.empty();
+            }
+        }
+        if (canonical == null) return java.util.Optional.empty();
+        for (ModelListing l : available()) if (l.name().equalsIgnoreCase(canonical)) return java.util.Optional.of(l);
+        return java.util.Optional.empty();
     }
 
     /** The model a single-model protocol (the runner) serves: the first --model, else the store's first model. */

@@ -98,12 +98,17 @@ public final class ServedModel implements AutoCloseable {
      * ({@link LoadedModel#requirePromptMayFit}), naming {@code messages}.
      */
     public ChatPrompt renderChat(List<ChatMessage> messages, List<ToolDefinition> tools, int numCtx) {
+        return renderChat(messages, tools, numCtx, "messages");
+    }
+
+    /** {@link #renderChat(List, List, int)}, naming {@code field} when the chat cannot fit. */
+    public ChatPrompt renderChat(List<ChatMessage> messages, List<ToolDefinition> tools, int numCtx, String field) {
         int bound = numCtx <= 0 ? model.defaultNumCtx() : Math.min(numCtx, model.config().contextLength());
         long content = 0;
         for (ChatMessage m : messages) content += m.content().length();
-        model.requirePromptMayFit(content, bound, "messages");
+        model.requirePromptMayFit(content, bound, field);
         RenderedChat rendered = template.render(messages, tools == null ? List.of() : tools, true);
-        model.requirePromptMayFit(rendered.prompt().length(), bound, "messages");
+        model.requirePromptMayFit(rendered.prompt().length(), bound, field);
         return new ChatPrompt(rendered.prompt(), template.tokenBoundaries(rendered), template);
     }
 

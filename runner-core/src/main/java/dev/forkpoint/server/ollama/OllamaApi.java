@@ -114,7 +114,7 @@ public final class OllamaApi implements ServerApi {
                 List<ChatMessage> messages = new ArrayList<>();
                 if (req.system() != null && !req.system().isEmpty()) messages.add(ChatMessage.of("system", req.system()));
                 if (!prompt.isEmpty()) messages.add(ChatMessage.of("user", prompt));
-                request = model.renderChat(messages, List.of(), options.numCtx()).request(options.sampling(), options.numCtx(), options.numBatch(), "");
+                request = model.renderChat(messages, List.of(), options.numCtx(), "prompt").request(options.sampling(), options.numCtx(), options.numBatch(), "");
             }
             Shape shape = new Shape() {
                 public void piece(ObjectNode chunk, String text) { chunk.put("response", text); }

@@ -395,13 +395,10 @@ public final class OpenAiApi implements ServerApi {
 
     private void model(Context ctx) {
         String id = ctx.pathParam("id");
-        String lower = id.toLowerCase(Locale.ROOT);
-        for (ModelListing l : core.models().available()) {
-            String name = l.name().toLowerCase(Locale.ROOT);
-            if (name.equals(lower) || name.equals(lower + ":latest")) {
-                ctx.json(modelObject(l));
-                return;
-            }
+        var found = core.models().find(id);   // the same names chat completions accept
+        if (found.isPresent()) {
+            ctx.json(modelObject(found.get()));
+            return;
         }
         throw new ModelNotFoundException("The model '" + id + "' does not exist; GET /v1/models lists the models served");
     }
