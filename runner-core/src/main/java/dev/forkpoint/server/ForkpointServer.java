@@ -282,13 +282,16 @@ public final class ForkpointServer implements ServerCore, AutoCloseable {
         if (!MessageDigest.isEqual(apiKey, given.getBytes(StandardCharsets.UTF_8))) throw new UnauthorizedException("invalid API key");
     }
 
-    /** Stops listening and unloads every model. */
+    /**
+     * Unloads every model, then stops listening: the generations in flight end first (cancelled: streams end, their
+     * committed tokens go to the cache, which is then released), so that stopping Jetty waits for no handler.
+     */
     @Override
     public void close() {
         try {
-            if (app != null) app.stop();
-        } finally {
             models.close();
+        } finally {
+            if (app != null) app.stop();
         }
     }
 }
