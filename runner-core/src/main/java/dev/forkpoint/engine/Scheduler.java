@@ -241,7 +241,7 @@ public final class Scheduler implements AutoCloseable {
                 end(batch.get(0), e);
                 return;
             }
-            LOG.log(System.Logger.Level.WARNING, "a decode pass over " + n + " sequences failed (" + e + "); retrying each alone");
+            stepErrors.log(System.Logger.Level.WARNING, "decode", "a decode pass over " + n + " sequences failed (" + e + "); retrying each alone", null);
             for (int i = 0; i < n; i++) {
                 float[] l;
                 try {
