@@ -1,5 +1,7 @@
 package dev.forkpoint.sampling;
 
+import dev.forkpoint.InvalidInputException;
+
 import java.util.Arrays;
 import java.util.SplittableRandom;
 
@@ -88,8 +90,9 @@ public final class Sampler {
      * Picks a token. {@code logits} may be modified. {@code history} holds the ids seen so far (prompt and generated),
      * of which the first {@code historyLength} are valid; penalties look at the last repeat_last_n of them.
      *
-     * @throws IllegalArgumentException if logits are shorter than the vocabulary, hold no value above −∞, or the
-     *                                  history holds an id outside the vocabulary
+     * @throws InvalidInputException    if the logits hold no value above −∞ (NaN ignored) once the penalties are applied
+     * @throws IllegalArgumentException if logits are shorter than the vocabulary or the history holds an id outside
+     *                                  the vocabulary (the engine's own contract)
      */
     public int sample(float[] logits, int[] history, int historyLength) {
         applyPenalties(logits, history, historyLength);
@@ -140,8 +143,17 @@ public final class Sampler {
 
     private static float maxOf(float[] logits, int vocabSize) {
         float max = LogitScan.max(logits, vocabSize);
-        if (max == Float.NEGATIVE_INFINITY) throw new IllegalArgumentException("logits hold no value above -infinity");
+        if (max == Float.NEGATIVE_INFINITY) throw noUsableLogit();
         return max;
+    }
+
+    /**
+     * Every logit is NaN or −∞ (after the penalties): the model's weights overflowed or are corrupt, or a penalty
+     * pushed every token to −∞. Nothing can be drawn; the request fails with this message rather than an internal error.
+     */
+    private static InvalidInputException noUsableLogit() {
+        return new InvalidInputException("the model produced no usable logits (every value is NaN or -infinity after the "
+                + "penalties): its weights are corrupt or overflow, or a penalty option removed every token");
     }
 
     private int argmax(float[] logits) {
@@ -159,8 +171,7 @@ public final class Sampler {
         double minP = options.minP(), topP = options.topP();
         if (topKOn) {
             int n = selectTopK(logits);
-            if (n == 0 || logits[ids[0]] == Float.NEGATIVE_INFINITY)
-                throw new IllegalArgumentException("logits hold no value above -infinity");
+            if (n == 0 || logits[ids[0]] == Float.NEGATIVE_INFINITY) throw noUsableLogit();
             float max = maxLogit = logits[ids[0]];
             if (max == Float.POSITIVE_INFINITY) {
                 int m = 0;

@@ -36,7 +36,7 @@ class SamplerFuzzTest {
             int[] id = new int[1];
             var error = FuzzInvariant.typedErrorOrValid(() -> id[0] = sampler.sample(logits, history, historyLength));
             if (error != null) {
-                check(allUnusable(given), "refused logits that hold a usable value: " + error.getMessage());
+                check(allUnusable(logits), "refused logits that hold a usable value after the penalties: " + error.getMessage());
                 continue;
             }
             check(id[0] >= 0 && id[0] < vocab, "sampled id " + id[0] + " outside the vocabulary of " + vocab);

@@ -69,7 +69,10 @@ class TokenizerFuzzTest {
         StringBuilder streamed = new StringBuilder();
         for (int id : ids) streamed.append(stream.push(id));
         streamed.append(stream.flush());
-        check(streamed.toString().equals(decoded), "streamed decoding " + quoted(streamed.toString()) + " differs from decode " + quoted(decoded));
+        // the streaming decoder continues a prompt, so it keeps the space that decode drops at the start of a text
+        String s = streamed.toString();
+        check(s.equals(decoded) || (s.startsWith(" ") && s.substring(1).equals(decoded)),
+                "streamed decoding " + quoted(s) + " differs from decode " + quoted(decoded));
     }
 
     /** Encodes and decodes {@code text}, checking ids and pieces. */
