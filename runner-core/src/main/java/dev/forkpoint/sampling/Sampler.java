@@ -47,6 +47,8 @@ public final class Sampler {
     private final SplitMix64 rng;
     private final boolean topKOn;
     private final boolean penaltiesOn;
+    /** Temperature 0, or one so small that 1/T overflows a float (the vectorised weights): argmax, T's limit. */
+    private final boolean greedy;
 
     private final long[] keys;      // candidate sort keys (logit descending, id ascending), reused
     private final int[] ids;        // final candidates
@@ -67,6 +69,7 @@ public final class Sampler {
         this.vocabSize = vocabSize;
         this.seed = options.seed() == -1 ? new SplittableRandom().nextLong() : options.seed();
         this.rng = new SplitMix64(seed);
+        this.greedy = options.isGreedy() || Float.isInfinite((float) (1.0 / options.temperature()));
         this.topKOn = options.topK() > 0 && options.topK() < vocabSize;
         this.penaltiesOn = options.repeatLastN() != 0
                 && (options.repeatPenalty() != 1 || options.presencePenalty() != 0 || options.frequencyPenalty() != 0);
@@ -96,7 +99,7 @@ public final class Sampler {
      */
     public int sample(float[] logits, int[] history, int historyLength) {
         applyPenalties(logits, history, historyLength);
-        if (options.isGreedy()) return argmax(logits);
+        if (greedy) return argmax(logits);
         int n = filter(logits);
         if (n == ALL) {
             float invT = (float) (1.0 / options.temperature());
@@ -444,7 +447,7 @@ public final class Sampler {
      */
     double[] probabilities(float[] logits) {
         double[] p = new double[vocabSize];
-        if (options.isGreedy()) {
+        if (greedy) {
             p[argmax(logits)] = 1;
             return p;
         }

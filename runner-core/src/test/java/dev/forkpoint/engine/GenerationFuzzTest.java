@@ -36,6 +36,34 @@ class GenerationFuzzTest {
         return model;
     }
 
+    /**
+     * Runs {@code request} on {@code m}: null when it is refused with a typed error. A request its checks refuse
+     * ({@link LoadedModel#check}: options, num_ctx, num_batch, prompt length, KV budget) must be refused by generate too
+     * and leave the cache exactly as it was; one that fails while running (no usable logits from a broken model) may
+     * only have cached the prompt tokens it committed; either way the pool's counts add up and no page is held
+     * outside the cache afterwards.
+     */
+    static GenerationResult generate(LoadedModel m, GenerationRequest request) throws Exception {
+        var refusedByCheck = FuzzInvariant.typedErrorOrValid(() -> m.check(request));
+        CacheStats before = m.cacheStats();
+        GenerationResult[] result = new GenerationResult[1];
+        var refused = FuzzInvariant.typedErrorOrValid(() -> result[0] = m.generate(request, piece -> {}));
+        CacheStats after = m.cacheStats();
+        check(after.usedPages() + after.freePages() == after.totalPages() && after.usedBytes() <= after.budgetBytes(),
+                "pool counts do not add up: " + after);
+        if (refusedByCheck != null) {
+            check(refused != null, "generate ran a request that check refused: " + refusedByCheck.getMessage());
+            check(after.usedPages() == before.usedPages() && after.cachedTokens() == before.cachedTokens()
+                    && after.nodes() == before.nodes(), "a refused request changed the cache: " + before + " → " + after);
+        }
+        if (refused != null) {
+            check(after.cachedTokens() >= before.cachedTokens() || after.evictedNodes() > before.evictedNodes(),
+                    "a failed request removed cached tokens without evicting: " + before + " → " + after);
+            return null;
+        }
+        return result[0];
+    }
+
     @FuzzTest(maxDuration = "30s")
     void request(FuzzedDataProvider data) throws Exception {
         LoadedModel m = model();
@@ -53,18 +81,8 @@ class GenerationFuzzTest {
         String salt = data.consumeBoolean() ? "" : data.consumeString(4);
         var request = new GenerationRequest(prompt, o, numCtx, numBatch, boundaries, salt);
 
-        CacheStats before = m.cacheStats();
-        GenerationResult[] result = new GenerationResult[1];
-        var refused = FuzzInvariant.typedErrorOrValid(() -> result[0] = m.generate(request, piece -> {}));
-        CacheStats after = m.cacheStats();
-        check(after.usedPages() + after.freePages() == after.totalPages() && after.usedBytes() <= after.budgetBytes(),
-                "pool counts do not add up: " + after);
-        if (refused != null) {
-            check(after.usedPages() == before.usedPages() && after.cachedTokens() == before.cachedTokens()
-                    && after.nodes() == before.nodes(), "a refused request changed the cache: " + before + " → " + after);
-            return;
-        }
-        GenerationResult r = result[0];
+        GenerationResult r = generate(m, request);
+        if (r == null) return;
         int promptTokens = m.tokenizer().encode(prompt, true, true).length;
         check(r.promptTokens() == promptTokens, r.promptTokens() + " prompt tokens reported, " + promptTokens + " encoded");
         check(r.evaluatedPromptTokens() + r.cachedTokens() == promptTokens, "evaluated " + r.evaluatedPromptTokens()

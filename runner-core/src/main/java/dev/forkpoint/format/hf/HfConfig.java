@@ -1,7 +1,7 @@
 package dev.forkpoint.format.hf;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.forkpoint.format.JsonFile;
 import dev.forkpoint.format.ModelFormatException;
 
 import java.io.IOException;
@@ -28,12 +28,7 @@ public record HfConfig(Path file, String modelType, int hiddenSize, int layers, 
 
     public static HfConfig read(Path file) throws IOException {
         if (!Files.isRegularFile(file)) throw new ModelFormatException(file, FILE, "missing (a Hugging Face / MLX model folder needs one)");
-        JsonNode root;
-        try {
-            root = new ObjectMapper().readTree(file.toFile());
-        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
-            throw new ModelFormatException(file, FILE, "not valid JSON: " + e.getOriginalMessage());
-        }
+        JsonNode root = JsonFile.read(file, FILE);
         if (root == null || !root.isObject()) throw new ModelFormatException(file, FILE, "must be a JSON object");
         var r = new Object() {
             JsonNode node(String field) {
@@ -135,11 +130,7 @@ public record HfConfig(Path file, String modelType, int hiddenSize, int layers, 
     /** Reads a JSON file of the folder when present (tokenizer_config.json, generation_config.json). */
     public static Optional<JsonNode> optionalJson(Path file) throws IOException {
         if (!Files.isRegularFile(file)) return Optional.empty();
-        try {
-            return Optional.ofNullable(new ObjectMapper().readTree(file.toFile()));
-        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
-            throw new ModelFormatException(file, file.getFileName().toString(), "not valid JSON: " + e.getOriginalMessage());
-        }
+        return Optional.ofNullable(JsonFile.read(file, file.getFileName().toString()));
     }
 
 }
