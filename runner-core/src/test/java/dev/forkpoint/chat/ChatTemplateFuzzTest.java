@@ -40,6 +40,11 @@ class ChatTemplateFuzzTest {
         return tokenizer;
     }
 
+    @org.junit.jupiter.api.BeforeAll
+    static void load() {
+        tokenizer();
+    }
+
     @FuzzTest(maxDuration = "30s")
     void template(FuzzedDataProvider data) throws Exception {
         boolean tools = data.consumeBoolean(), generationPrompt = data.consumeBoolean();

@@ -64,6 +64,11 @@ class GenerationFuzzTest {
         return result[0];
     }
 
+    @org.junit.jupiter.api.BeforeAll
+    static void load() {
+        model();
+    }
+
     @FuzzTest(maxDuration = "30s")
     void request(FuzzedDataProvider data) throws Exception {
         LoadedModel m = model();

@@ -6,6 +6,7 @@ import dev.forkpoint.TestData;
 import dev.forkpoint.format.gguf.GgufFile;
 import dev.forkpoint.fuzz.FuzzInvariant;
 import dev.forkpoint.fuzz.TinyLlama;
+import org.junit.jupiter.api.BeforeAll;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -34,6 +35,17 @@ class TokenizerFuzzTest {
             folder = TinyLlama.hfFolderCopy();
         }
         return dir;
+    }
+
+    /** Loading the real vocabularies takes seconds: before fuzzing, not inside the first input's time limit. */
+    @BeforeAll
+    static void load() throws IOException {
+        dir();
+        try {
+            real();
+        } catch (org.opentest4j.TestAbortedException noSharedFolder) {
+            // encodeDecode skips itself; the file targets need no shared data
+        }
     }
 
     @FuzzTest
