@@ -28,7 +28,7 @@ import java.util.stream.Stream;
         description = "Coverage-guided fuzzing of the parsers, tokenizers, templates, API requests and sampler (Jazzer).")
 final class FuzzCommand implements Callable<Integer> {
     /** Seconds a child needs to start the JVM, install Jazzer's agent and load its target before fuzzing. */
-    static final int STARTUP_SECONDS = 10;
+    static final int STARTUP_SECONDS = 20;
 
     @Option(names = "--minutes", defaultValue = "10", description = "total fuzzing time, shared equally by the targets (default: ${DEFAULT-VALUE})")
     double minutes;
