@@ -82,6 +82,7 @@ class ServerFuzzTest {
                 .timeout(Duration.ofSeconds(30)).header("Content-Type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofByteArray(body)).build(), HttpResponse.BodyHandlers.ofString());
         int status = r.statusCode();
+        if (System.getenv("FUZZ_DEBUG") != null) System.err.println("DEBUG " + path + " " + status + " " + abbreviate(r.body()) + " " + harness.served().model().cacheStats());
         check(status == 200 || CLIENT_ERRORS.contains(status), path + " answered " + status + ": " + abbreviate(r.body()));
         check(!r.body().contains("internal error"), path + " answered " + status + " with an internal error: " + abbreviate(r.body()));
         if (status != 200) {
