@@ -90,6 +90,7 @@ public final class ChatTemplate {
         String prompt = stripBos(full);
         int offset = full.length() - prompt.length();
         int[] ends = new int[messages.size()];
+        int lastEnd = 0;   // the last end that is not -1: ends that are set ascend strictly
         for (int i = 0; i < messages.size(); i++) {
             String part;
             if (i == messages.size() - 1 && !addGenerationPrompt) {
@@ -101,9 +102,9 @@ public final class ChatTemplate {
                     part = null;  // the template refuses this prefix (e.g. it must end with a user turn)
                 }
             }
-            boolean ok = part != null && full.startsWith(part) && part.length() - offset > 0
-                    && (i == 0 || part.length() - offset > ends[i - 1]);
+            boolean ok = part != null && full.startsWith(part) && part.length() - offset > lastEnd;
             ends[i] = ok ? part.length() - offset : -1;
+            if (ok) lastEnd = ends[i];
         }
         return new RenderedChat(prompt, ends);
     }

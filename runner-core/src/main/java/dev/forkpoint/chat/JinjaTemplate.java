@@ -37,12 +37,53 @@ final class JinjaTemplate {
     private static final Jinjava JINJAVA;
     /** The message of the {@code raise_exception} call of the render running on this thread. */
     private static final ThreadLocal<String> RAISED = new ThreadLocal<>();
+    /**
+     * Bounds on one render, so that a model's template cannot hang or exhaust a server: template nodes visited (each
+     * loop iteration visits its body's nodes), wall time, output and string sizes, list and map sizes and range().
+     * Real chat templates stay far below them (a long chat visits thousands of nodes in milliseconds).
+     */
+    static final long MAX_NODES = 300_000, MAX_RENDER_MILLIS = 2_000, MAX_OUTPUT_CHARS = 4L << 20;
+    static final int MAX_COLLECTION = 100_000, MAX_DEPTH = 50;
+    /** The budget of the render running on this thread, or null between renders. */
+    private static final ThreadLocal<Budget> BUDGET = new ThreadLocal<>();
+
+    /** Nodes visited and the deadline of one render; {@link #exceeded} is the first limit hit, if any. */
+    private static final class Budget {
+        final long deadline = System.nanoTime() + MAX_RENDER_MILLIS * 1_000_000;
+        long nodes;
+        String exceeded;
+
+        void visit() {
+            if (exceeded == null && ++nodes > MAX_NODES) exceeded = "it visits more than " + MAX_NODES + " template nodes";
+            if (exceeded == null && (nodes & 1023) == 0 && System.nanoTime() > deadline) exceeded = "it runs longer than " + MAX_RENDER_MILLIS + " ms";
+            if (exceeded != null) throw new BudgetExceeded();
+        }
+    }
+
+    /** Thrown into Jinjava to stop a render over budget; whatever Jinjava makes of it, the budget records why. */
+    private static final class BudgetExceeded extends RuntimeException {
+        BudgetExceeded() {
+            super("chat template render budget exceeded", null, false, false);
+        }
+    }
 
     static {
         CompositeELResolver resolver = new CompositeELResolver();
         resolver.add(new PyStringMethods());
         resolver.add(JinjavaInterpreterResolver.DEFAULT_RESOLVER_READ_ONLY);
         CONFIG = JinjavaConfig.newBuilder()
+                .withMaxOutputSize(MAX_OUTPUT_CHARS)
+                .withMaxStringLength(MAX_OUTPUT_CHARS)
+                .withMaxListSize(MAX_COLLECTION)
+                .withMaxMapSize(MAX_COLLECTION)
+                .withRangeLimit(MAX_COLLECTION)
+                .withMaxRenderDepth(MAX_DEPTH)
+                .withMaxMacroRecursionDepth(MAX_DEPTH)
+                .withEnableRecursiveMacroCalls(true)
+                .withNodePreProcessor((node, interpreter) -> {
+                    Budget b = BUDGET.get();
+                    if (b != null) b.visit();
+                })
                 .withTrimBlocks(true)
                 .withLstripBlocks(true)
                 .withElResolver(resolver)
@@ -79,6 +120,10 @@ final class JinjaTemplate {
             List<String> errors = fatal(interpreter.getErrors());
             if (!errors.isEmpty()) throw new IllegalArgumentException(String.join("; ", errors));
             return new JinjaTemplate(root);
+        } catch (IllegalArgumentException e) {
+            throw e;
+        } catch (RuntimeException | StackOverflowError e) {   // Jinjava's own exceptions for sources it cannot parse
+            throw new IllegalArgumentException(describe(e), e);
         } finally {
             JinjavaInterpreter.popCurrent();
         }
@@ -92,8 +137,21 @@ final class JinjaTemplate {
         JinjavaInterpreter interpreter = new JinjavaInterpreter(JINJAVA, new Context(JINJAVA.getGlobalContext(), variables), CONFIG);
         JinjavaInterpreter.pushCurrent(interpreter);
         RAISED.remove();
+        Budget budget = new Budget();
+        BUDGET.set(budget);
         try {
-            String out = interpreter.render(root, false);
+            String out;
+            try {
+                out = interpreter.render(root, false);
+            } catch (InvalidInputException e) {
+                throw e;
+            } catch (RuntimeException | StackOverflowError e) {
+                // Jinjava throws some template errors (syntax met while rendering, a collection too big, …) instead of
+                // recording them; the budget's exception may surface here too
+                if (budget.exceeded != null) throw overBudget(budget);
+                throw new InvalidInputException("the model's chat template failed: " + describe(e), e);
+            }
+            if (budget.exceeded != null) throw overBudget(budget);
             String raised = RAISED.get();
             if (raised != null) throw new InvalidInputException(raised);
             List<String> errors = fatal(interpreter.getErrors());
@@ -103,8 +161,20 @@ final class JinjaTemplate {
             return out;
         } finally {
             RAISED.remove();
+            BUDGET.remove();
             JinjavaInterpreter.popCurrent();
         }
+    }
+
+    private static InvalidInputException overBudget(Budget b) {
+        return new InvalidInputException("the model's chat template was stopped: " + b.exceeded
+                + " (a chat template must render a prompt in bounded time and size)");
+    }
+
+    /** An exception from Jinjava as one line: its message, or its type when it has none. */
+    private static String describe(Throwable e) {
+        String m = e.getMessage();
+        return m == null || m.isBlank() ? e.getClass().getSimpleName() : m.length() > 300 ? m.substring(0, 300) + "…" : m;
     }
 
     private static List<String> fatal(List<TemplateError> errors) {

@@ -159,12 +159,7 @@ public record ConfigJson(String modelType, int hiddenSize, int layers, int heads
         if (!Files.isRegularFile(file)) {
             throw new ModelFormatException(file, "config.json", "missing: a Hugging Face / MLX model folder needs its config.json");
         }
-        JsonNode o;
-        try {
-            o = JSON.readTree(file.toFile());
-        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
-            throw new ModelFormatException(file, "config.json", "not valid JSON: " + e.getOriginalMessage());
-        }
+        JsonNode o = dev.forkpoint.format.JsonFile.read(file, "config.json");
         if (o == null || !o.isObject()) throw new ModelFormatException(file, "config.json", "must be a JSON object");
         String type = text(file, o, "model_type");
         if (!ARCHITECTURES.containsKey(type)) {

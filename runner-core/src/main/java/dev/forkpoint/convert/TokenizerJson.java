@@ -300,11 +300,7 @@ final class TokenizerJson {
 
     /** Reads a JSON file of a folder, naming the file on failure. */
     static com.fasterxml.jackson.databind.JsonNode readJson(Path file) throws IOException {
-        try {
-            return JSON.readTree(file.toFile());
-        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
-            throw new ModelFormatException(file, file.getFileName().toString(), "not valid JSON: " + e.getOriginalMessage());
-        }
+        return dev.forkpoint.format.JsonFile.read(file, file.getFileName().toString());
     }
 
     static boolean exists(Path folder) {

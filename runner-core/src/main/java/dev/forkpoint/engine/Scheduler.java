@@ -166,9 +166,14 @@ public final class Scheduler implements AutoCloseable {
                 g = new Generation(model, job.request(), job.plan(), sink(job.stream()));
                 g.start();   // locks the matched prefix: eviction below cannot take it
                 int need = reserve() + worstCasePages(g);
-                if (!model.cache().ensureFreePages(need) && !running.isEmpty()) {
+                if (!model.cache().ensureFreePages(need)) {
                     g.abandon();
-                    return;   // wait for running sequences to finish; keep the order
+                    if (!running.isEmpty()) return;   // wait for running sequences to finish; keep the order
+                    // Alone and still short: the matched path pins pages beyond the sequence's own (boundary pages
+                    // that earlier matches split and copied), so run it without reuse rather than fail mid-prefill.
+                    model.cache().evictAll();
+                    g = new Generation(model, job.request(), job.plan(), sink(job.stream()));
+                    g.start();
                 }
                 synchronized (lock) {
                     waiting.remove(job);

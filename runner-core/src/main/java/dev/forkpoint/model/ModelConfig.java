@@ -32,11 +32,17 @@ public record ModelConfig(String architecture, int dim, int layers, int heads, i
         int vocab = f.getInt(p + "vocab_size", embd.rows());
         int ctx = positive(f, p + "context_length", f.getInt(p + "context_length", 2048));
         float eps = (float) f.getDouble(p + "attention.layer_norm_rms_epsilon", 1e-5);
+        if (!(eps > 0 && Float.isFinite(eps))) {
+            throw new ModelFormatException(f.path(), "metadata " + p + "attention.layer_norm_rms_epsilon", "must be a positive finite float32, found " + eps);
+        }
         int ropeDims = positive(f, p + "rope.dimension_count", f.getInt(p + "rope.dimension_count", headDim));
         if (ropeDims > headDim || ropeDims % 2 != 0) {
             throw new ModelFormatException(f.path(), "metadata " + p + "rope.dimension_count", "must be even and at most the head size " + headDim + ", found " + ropeDims);
         }
         double base = f.getDouble(p + "rope.freq_base", 10000.0);
+        if (!(base > 0 && Double.isFinite(base))) {
+            throw new ModelFormatException(f.path(), "metadata " + p + "rope.freq_base", "must be a positive finite number, found " + base);
+        }
         float[] factors = f.findTensor("rope_freqs.weight").map(t -> ropeFactors(f, t, ropeDims)).orElse(null);
         return new ModelConfig(arch, dim, layers, heads, kvHeads, headDim, ffn, vocab, ctx, eps,
                 new Rope(ropeDims, base, neoxRope, factors));

@@ -1,7 +1,6 @@
 package dev.forkpoint.model;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.forkpoint.format.ModelFormatException;
 import dev.forkpoint.format.hf.HfConfig;
 import dev.forkpoint.format.safetensors.SafetensorsFile;
@@ -89,12 +88,7 @@ final class SafetensorsModelFiles implements ModelFiles {
      * the manifest's {@code manifests/<host>/<namespace>/<model>/<tag>} root.
      */
     static SafetensorsModelFiles openOllamaManifest(Path manifest) throws IOException {
-        JsonNode root;
-        try {
-            root = new ObjectMapper().readTree(manifest.toFile());
-        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
-            throw new ModelFormatException(manifest, "manifest", "not valid JSON: " + e.getOriginalMessage());
-        }
+        JsonNode root = dev.forkpoint.format.JsonFile.read(manifest, "manifest");
         JsonNode layers = root == null ? null : root.get("layers");
         if (layers == null || !layers.isArray()) throw new ModelFormatException(manifest, "layers", "missing: not an Ollama manifest");
         Path store = manifest.toAbsolutePath().normalize();

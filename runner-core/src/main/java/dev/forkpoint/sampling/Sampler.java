@@ -1,5 +1,7 @@
 package dev.forkpoint.sampling;
 
+import dev.forkpoint.InvalidInputException;
+
 import java.util.Arrays;
 import java.util.SplittableRandom;
 
@@ -45,6 +47,8 @@ public final class Sampler {
     private final SplitMix64 rng;
     private final boolean topKOn;
     private final boolean penaltiesOn;
+    /** Temperature 0, or one so small that 1/T overflows a float (the vectorised weights): argmax, T's limit. */
+    private final boolean greedy;
 
     private final long[] keys;      // candidate sort keys (logit descending, id ascending), reused
     private final int[] ids;        // final candidates
@@ -65,6 +69,7 @@ public final class Sampler {
         this.vocabSize = vocabSize;
         this.seed = options.seed() == -1 ? new SplittableRandom().nextLong() : options.seed();
         this.rng = new SplitMix64(seed);
+        this.greedy = options.isGreedy() || Float.isInfinite((float) (1.0 / options.temperature()));
         this.topKOn = options.topK() > 0 && options.topK() < vocabSize;
         this.penaltiesOn = options.repeatLastN() != 0
                 && (options.repeatPenalty() != 1 || options.presencePenalty() != 0 || options.frequencyPenalty() != 0);
@@ -88,12 +93,13 @@ public final class Sampler {
      * Picks a token. {@code logits} may be modified. {@code history} holds the ids seen so far (prompt and generated),
      * of which the first {@code historyLength} are valid; penalties look at the last repeat_last_n of them.
      *
-     * @throws IllegalArgumentException if logits are shorter than the vocabulary, hold no value above −∞, or the
-     *                                  history holds an id outside the vocabulary
+     * @throws InvalidInputException    if the logits hold no value above −∞ (NaN ignored) once the penalties are applied
+     * @throws IllegalArgumentException if logits are shorter than the vocabulary or the history holds an id outside
+     *                                  the vocabulary (the engine's own contract)
      */
     public int sample(float[] logits, int[] history, int historyLength) {
         applyPenalties(logits, history, historyLength);
-        if (options.isGreedy()) return argmax(logits);
+        if (greedy) return argmax(logits);
         int n = filter(logits);
         if (n == ALL) {
             float invT = (float) (1.0 / options.temperature());
@@ -145,8 +151,17 @@ public final class Sampler {
 
     private static float maxOf(float[] logits, int vocabSize) {
         float max = LogitScan.max(logits, vocabSize);
-        if (max == Float.NEGATIVE_INFINITY) throw new IllegalArgumentException("logits hold no value above -infinity");
+        if (max == Float.NEGATIVE_INFINITY) throw noUsableLogit();
         return max;
+    }
+
+    /**
+     * Every logit is NaN or −∞ (after the penalties): the model's weights overflowed or are corrupt, or a penalty
+     * pushed every token to −∞. Nothing can be drawn; the request fails with this message rather than an internal error.
+     */
+    private static InvalidInputException noUsableLogit() {
+        return new InvalidInputException("the model produced no usable logits (every value is NaN or -infinity after the "
+                + "penalties): its weights are corrupt or overflow, or a penalty option removed every token");
     }
 
     private int argmax(float[] logits) {
@@ -164,8 +179,7 @@ public final class Sampler {
         double minP = options.minP(), topP = options.topP();
         if (topKOn) {
             int n = selectTopK(logits);
-            if (n == 0 || logits[ids[0]] == Float.NEGATIVE_INFINITY)
-                throw new IllegalArgumentException("logits hold no value above -infinity");
+            if (n == 0 || logits[ids[0]] == Float.NEGATIVE_INFINITY) throw noUsableLogit();
             float max = maxLogit = logits[ids[0]];
             if (max == Float.POSITIVE_INFINITY) {
                 int m = 0;
@@ -438,7 +452,7 @@ public final class Sampler {
      */
     double[] probabilities(float[] logits) {
         double[] p = new double[vocabSize];
-        if (options.isGreedy()) {
+        if (greedy) {
             p[argmax(logits)] = 1;
             return p;
         }

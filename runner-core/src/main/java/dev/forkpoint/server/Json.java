@@ -89,6 +89,9 @@ public final class Json {
             var loc = e.getLocation();
             throw new BadFieldException("", "request body is not valid JSON: " + plain(e.getOriginalMessage())
                     + (loc == null ? "" : " (line " + loc.getLineNr() + ", column " + loc.getColumnNr() + ")"));
+        } catch (java.io.CharConversionException e) {
+            // Jackson detects UTF-8/16/32 from the first bytes; bytes that are no text in that encoding end up here
+            throw new BadFieldException("", "request body is not valid JSON text (UTF-8 expected): " + e.getMessage());
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }

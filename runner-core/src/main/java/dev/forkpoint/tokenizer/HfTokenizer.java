@@ -40,6 +40,12 @@ final class HfTokenizer implements Tokenizer {
         for (AddedToken t : b.added) size = Math.max(size, t.id() + 1);
         this.pieces = new String[size];
         Arrays.fill(pieces, "");
+        // ids the post-processor and the configs name must be tokens: encode would emit them, decode would refuse them
+        for (var e : Map.of("the post-processor's prefix", b.prefix, "the post-processor's suffix", b.suffix).entrySet()) {
+            for (int id : e.getValue()) requireToken(b, size, id, e.getKey());
+        }
+        if (b.bos != null) requireToken(b, size, b.bos, "bos_token");
+        if (b.eos != null) requireToken(b, size, b.eos, "eos_token");
         b.vocab.forEach((piece, id) -> pieces[id] = piece);
         List<AddedToken> raw = new ArrayList<>(), normalized = new ArrayList<>();
         List<String> normalizedPatterns = new ArrayList<>();
@@ -78,6 +84,13 @@ final class HfTokenizer implements Tokenizer {
         for (String name : Vocabulary.END_OF_GENERATION_TEXTS) {
             Integer id = specialIds.get(name);
             if (id != null) endOfGeneration.set(id);
+        }
+    }
+
+    private static void requireToken(Builder b, int size, int id, String what) {
+        if (id < 0 || id >= size) {
+            throw new dev.forkpoint.format.ModelFormatException(b.source, what, "token id " + id
+                    + " is not in the vocabulary (ids 0 to " + (size - 1) + ")");
         }
     }
 
@@ -198,6 +211,8 @@ final class HfTokenizer implements Tokenizer {
         Integer bos, eos;
         Boolean addBos, addEos;
         List<Integer> endOfGeneration = new ArrayList<>();
+        /** The file or folder the tokenizer comes from, for errors. */
+        java.nio.file.Path source = java.nio.file.Path.of("tokenizer");
 
         boolean byteLevel() { return contains(decoder, HfDecoder.ByteLevel.class); }
 

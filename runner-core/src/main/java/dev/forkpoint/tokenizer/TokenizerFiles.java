@@ -76,6 +76,7 @@ final class TokenizerFiles {
         } else {
             throw new ModelFormatException(dir, "folder", "has no tokenizer.json, vocab.json + merges.txt or tokenizer.model");
         }
+        b.source = dir;
         applyConfigs(dir, b);
         return b.build();
     }

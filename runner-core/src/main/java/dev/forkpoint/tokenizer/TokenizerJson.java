@@ -31,6 +31,7 @@ final class TokenizerJson {
         JsonNode root = json.read();
         if (!root.isObject()) throw json.error("(root)", "expected an object, found " + JsonFields.describe(root));
         var b = new HfTokenizer.Builder();
+        b.source = json.file;
         readModel(json.object(root, "model", "model"), b);
         JsonNode added = JsonFields.optional(root, "added_tokens");
         if (added != null) {

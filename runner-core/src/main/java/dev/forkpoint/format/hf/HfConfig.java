@@ -1,7 +1,7 @@
 package dev.forkpoint.format.hf;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.forkpoint.format.JsonFile;
 import dev.forkpoint.format.ModelFormatException;
 
 import java.io.IOException;
@@ -47,12 +47,7 @@ public record HfConfig(Path file, String modelType, int hiddenSize, int layers, 
 
     public static HfConfig read(Path file) throws IOException {
         if (!Files.isRegularFile(file)) throw new ModelFormatException(file, FILE, "missing (a Hugging Face / MLX model folder needs one)");
-        JsonNode root;
-        try {
-            root = new ObjectMapper().readTree(file.toFile());
-        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
-            throw new ModelFormatException(file, FILE, "not valid JSON: " + e.getOriginalMessage());
-        }
+        JsonNode root = JsonFile.read(file, FILE);
         if (root == null || !root.isObject()) throw new ModelFormatException(file, FILE, "must be a JSON object");
         var r = new Object() {
             JsonNode node(String field) {
@@ -90,8 +85,9 @@ public record HfConfig(Path file, String modelType, int hiddenSize, int layers, 
         int headDim = r.positive("head_dim", hidden % heads == 0 ? hidden / heads : null);
         double eps = r.number("rms_norm_eps", 1e-6);
         double theta = r.number("rope_theta", 10000.0);
-        if (!(eps > 0)) throw new ModelFormatException(file, "rms_norm_eps", "must be positive, found " + eps);
-        if (!(theta > 0)) throw new ModelFormatException(file, "rope_theta", "must be positive, found " + theta);
+        if (!(eps > 0 && Float.isFinite((float) eps))) throw new ModelFormatException(file, "rms_norm_eps", "must be a positive finite float32, found " + eps);
+        if (!(theta > 0 && Double.isFinite(theta))) throw new ModelFormatException(file, "rope_theta", "must be a positive finite number, found " + theta);
+        if (headDim % 2 != 0) throw new ModelFormatException(file, "head_dim", "must be even (rotary embeddings rotate pairs), found " + headDim);
         JsonNode tie = r.node("tie_word_embeddings");
         if (tie != null && !tie.isBoolean()) throw new ModelFormatException(file, "tie_word_embeddings", "must be true or false, found " + tie);
         JsonNode scaling = r.node("rope_scaling");
@@ -117,17 +113,28 @@ public record HfConfig(Path file, String modelType, int hiddenSize, int layers, 
     public float[] ropeFactors(int ropeDims) {
         if (ropeScaling == null) return null;
         String type = ropeScaling.has("rope_type") ? ropeScaling.get("rope_type").asText() : ropeScaling.path("type").asText("");
-        double factor = ropeScaling.path("factor").asDouble(1.0);
-        if (!(factor > 0)) throw new ModelFormatException(file, "rope_scaling.factor", "must be positive, found " + ropeScaling.get("factor"));
+        JsonNode factorNode = ropeScaling.path("factor");
+        if (!factorNode.isMissingNode() && !factorNode.isNull() && !factorNode.isNumber()) {
+            throw new ModelFormatException(file, "rope_scaling.factor", "must be a number, found " + factorNode);
+        }
+        double factor = factorNode.asDouble(1.0);
+        if (!(factor > 0 && Double.isFinite(factor))) throw new ModelFormatException(file, "rope_scaling.factor", "must be a positive finite number, found " + ropeScaling.get("factor"));
         return switch (type) {
             case "default" -> null;
             case "llama3" -> {
                 for (String f : List.of("low_freq_factor", "high_freq_factor", "original_max_position_embeddings")) {
                     if (!ropeScaling.path(f).isNumber()) throw new ModelFormatException(file, "rope_scaling." + f, "missing or not a number");
                 }
-                yield dev.forkpoint.backend.Rope.llama3Factors(ropeDims, ropeTheta, factor,
-                        ropeScaling.get("low_freq_factor").asDouble(), ropeScaling.get("high_freq_factor").asDouble(),
-                        ropeScaling.get("original_max_position_embeddings").asInt());
+                double low = ropeScaling.get("low_freq_factor").asDouble(), high = ropeScaling.get("high_freq_factor").asDouble();
+                JsonNode original = ropeScaling.get("original_max_position_embeddings");
+                if (!(low > 0 && Double.isFinite(low))) throw new ModelFormatException(file, "rope_scaling.low_freq_factor", "must be a positive finite number, found " + low);
+                if (!(high > low && Double.isFinite(high))) {
+                    throw new ModelFormatException(file, "rope_scaling.high_freq_factor", "must be finite and above low_freq_factor " + low + ", found " + high);
+                }
+                if (!original.isIntegralNumber() || !original.canConvertToInt() || original.asInt() <= 0) {
+                    throw new ModelFormatException(file, "rope_scaling.original_max_position_embeddings", "must be a positive integer, found " + original);
+                }
+                yield dev.forkpoint.backend.Rope.llama3Factors(ropeDims, ropeTheta, factor, low, high, original.asInt());
             }
             case "linear" -> {
                 float[] f = new float[ropeDims / 2];
@@ -142,11 +149,7 @@ public record HfConfig(Path file, String modelType, int hiddenSize, int layers, 
     /** Reads a JSON file of the folder when present (tokenizer_config.json, generation_config.json). */
     public static Optional<JsonNode> optionalJson(Path file) throws IOException {
         if (!Files.isRegularFile(file)) return Optional.empty();
-        try {
-            return Optional.ofNullable(new ObjectMapper().readTree(file.toFile()));
-        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
-            throw new ModelFormatException(file, file.getFileName().toString(), "not valid JSON: " + e.getOriginalMessage());
-        }
+        return Optional.ofNullable(JsonFile.read(file, file.getFileName().toString()));
     }
 
 }

@@ -1,7 +1,7 @@
 package dev.forkpoint.format.safetensors;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.forkpoint.format.JsonFile;
 import dev.forkpoint.format.ModelFormatException;
 
 import java.io.IOException;
@@ -97,12 +97,7 @@ public final class SafetensorsShards implements AutoCloseable {
     }
 
     private static Map<String, String> readWeightMap(Path index) throws IOException {
-        JsonNode root;
-        try {
-            root = new ObjectMapper().readTree(index.toFile());
-        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
-            throw new ModelFormatException(index, "index", "not valid JSON: " + e.getOriginalMessage());
-        }
+        JsonNode root = JsonFile.read(index, "index");
         JsonNode map = root == null ? null : root.get("weight_map");
         if (map == null || !map.isObject()) throw new ModelFormatException(index, "weight_map", "missing or not an object");
         Map<String, String> out = new TreeMap<>();

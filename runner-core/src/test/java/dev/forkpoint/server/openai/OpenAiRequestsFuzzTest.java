@@ -1,0 +1,36 @@
+package dev.forkpoint.server.openai;
+
+import com.code_intelligence.jazzer.junit.FuzzTest;
+import dev.forkpoint.fuzz.FuzzInvariant;
+import dev.forkpoint.sampling.SamplingOptions;
+import dev.forkpoint.server.BadFieldException;
+import dev.forkpoint.server.FuzzJson;
+
+import static dev.forkpoint.fuzz.FuzzInvariant.check;
+
+/**
+ * Fuzzed bodies of OpenAI's {@code /v1/chat/completions} and {@code /v1/completions} through the server's parsing and
+ * binding, {@link ChatMapping} (messages, content parts, tool calls, tools, tool_choice), the prompt field and
+ * {@link OpenAiOptions}: every body is a request or a 400 naming its field.
+ */
+class OpenAiRequestsFuzzTest {
+    @FuzzTest
+    void request(byte[] body) throws Exception {
+        var error = FuzzInvariant.typedErrorOrValid(() -> {
+            var tree = FuzzJson.parse(body);
+            FuzzInvariant.typedErrorOrValid(() -> {
+                var chat = FuzzJson.bind(tree, OpenAiRequests.Chat.class);
+                var messages = ChatMapping.messages(chat.messages());
+                check(!messages.isEmpty(), "no messages mapped");
+                ChatMapping.tools(chat.tools(), chat.toolChoice());
+                Integer max = chat.maxCompletionTokens() != null ? chat.maxCompletionTokens() : chat.maxTokens();
+                SamplingOptions o = OpenAiOptions.sampling(chat, max, chat.maxCompletionTokens() != null ? "max_completion_tokens" : "max_tokens");
+                check(o == o.validate(), "options out of range");
+            });
+            var completion = FuzzJson.bind(tree, OpenAiRequests.Completion.class);
+            OpenAiApi.prompt(completion.prompt());
+            OpenAiOptions.sampling(completion, completion.maxTokens() != null ? completion.maxTokens() : 16, "max_tokens");
+        });
+        if (error != null) check(error instanceof BadFieldException, "not a BadFieldException: " + error);
+    }
+}
