@@ -224,10 +224,6 @@ final class Generation {
 
     /** Samples the next token from {@code logits}, streams its text, and either ends the generation or queues the token. */
     private void accept(float[] logits) {
-        if (generated == plan.maxNew()) {   // num_predict 0: the prompt is evaluated (and cached), nothing is generated
-            finish("length");
-            return;
-        }
         Tokenizer tokenizer = model.tokenizer();
         if (!Sampler.anyLogit(logits)) throw model.noFiniteLogits();
         int id = sampler.sample(logits, history, historyLength);

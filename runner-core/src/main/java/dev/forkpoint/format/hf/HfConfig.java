@@ -31,24 +31,23 @@ public record HfConfig(Path file, String modelType, int hiddenSize, int layers, 
      * does not run by name before the fields that architecture would need are looked for.
      */
     public static String modelType(Path file) throws IOException {
-        if (!Files.isRegularFile(file)) throw new ModelFormatException(file, FILE, "missing (a Hugging Face / MLX model folder needs one)");
-        JsonNode root;
-        try {
-            root = new ObjectMapper().readTree(file.toFile());
-        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
-            throw new ModelFormatException(file, FILE, "not valid JSON: " + e.getOriginalMessage());
-        }
-        if (root == null || !root.isObject()) throw new ModelFormatException(file, FILE, "must be a JSON object");
+        JsonNode root = root(file);
         JsonNode type = root.get("model_type");
         if (type == null || type.isNull()) throw new ModelFormatException(file, "model_type", "missing");
         if (!type.isTextual()) throw new ModelFormatException(file, "model_type", "must be a string, found " + type);
         return type.asText();
     }
 
-    public static HfConfig read(Path file) throws IOException {
+    /** The file's JSON object; a missing file, malformed JSON or another value is refused naming the file. */
+    private static JsonNode root(Path file) throws IOException {
         if (!Files.isRegularFile(file)) throw new ModelFormatException(file, FILE, "missing (a Hugging Face / MLX model folder needs one)");
         JsonNode root = JsonFile.read(file, FILE);
         if (root == null || !root.isObject()) throw new ModelFormatException(file, FILE, "must be a JSON object");
+        return root;
+    }
+
+    public static HfConfig read(Path file) throws IOException {
+        JsonNode root = root(file);
         var r = new Object() {
             JsonNode node(String field) {
                 JsonNode v = root.get(field);
