@@ -6,6 +6,10 @@ import dev.forkpoint.store.DefaultModel;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardWatchEventKinds;
+import java.nio.file.WatchEvent;
+import java.nio.file.WatchKey;
+import java.nio.file.WatchService;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -16,9 +20,9 @@ import java.util.stream.Stream;
 /**
  * The one file {@code forkpoint serve} writes: the built-in demo model, generated into
  * {@code $XDG_CACHE_HOME/forkpoint} on the first request that names it when no {@code --model} is given and the
- * Ollama store is empty. Each round starts a server with an empty cache in a sandbox, asks for the demo model, and
- * kills the server with SIGKILL the moment a temporary file of the write shows up in the cache folder (so the kill
- * lands mid-write; a round that misses the window kills after the reply). After each kill the cache may hold no model
+ * Ollama store is empty. Each round starts a server with a sandboxed cache, asks for the demo model, and kills the
+ * server with SIGKILL: in odd rounds the moment inotify reports a temporary file of the write in the cache folder (so
+ * the kill lands mid-write when the write is slower than the notification), in even rounds after a random 0–40 ms. After each kill the cache may hold no model
  * file or a complete one, byte-identical to what {@link DefaultModel#write} produces here, never a partial one under
  * the final name. Then a final start must serve greedy text from it, a kill and restart must serve the same text,
  * and the file must not have been rewritten. Leftover temporary files are reported.
@@ -60,27 +64,49 @@ final class DemoModelCrash {
         List<String> problems = new ArrayList<>();
         List<Round> done = new ArrayList<>();
         int logs = 0;
+        Files.createDirectories(dir);
+        java.util.Random rng = new java.util.Random(rounds * 31L + 7);
         for (int i = 1; i <= rounds; i++) {
             ServerProcess p = ServerProcess.start(launch, 0, sandbox.resolve("demo-server-" + (++logs) + ".log"), startTimeout);
             Traffic t = new Traffic(new RawHttp("127.0.0.1", p.port()), "forkpoint-default", apiKey);
-            java.util.Set<String> earlier = java.util.Set.copyOf(temporaries(dir, file));
-            Thread client = Thread.ofVirtual().start(() -> t.http().exchange(t.post(Api.OLLAMA_GENERATE, request(t)), ReadPlan.WHOLE, deadline));
             boolean mid = false;
-            long until = System.nanoTime() + deadline.toNanos();
-            while (client.isAlive() && System.nanoTime() < until) {
-                if (!earlier.containsAll(temporaries(dir, file))) {
-                    mid = true;
-                    break;
+            // odd rounds: SIGKILL as soon as inotify reports a temporary file of the write; even rounds: after a random 0-40 ms
+            try (WatchService watch = dir.getFileSystem().newWatchService()) {
+                dir.register(watch, StandardWatchEventKinds.ENTRY_CREATE, StandardWatchEventKinds.ENTRY_MODIFY);
+                Thread client = Thread.ofVirtual().start(() -> t.http().exchange(t.post(Api.OLLAMA_GENERATE, request(t)), ReadPlan.WHOLE, deadline));
+                if (i % 2 == 1) {
+                    long until = System.nanoTime() + deadline.toNanos();
+                    while (!mid && client.isAlive() && System.nanoTime() < until) {
+                        WatchKey key = watch.poll(20, java.util.concurrent.TimeUnit.MILLISECONDS);
+                        if (key == null) continue;
+                        for (WatchEvent<?> e : key.pollEvents()) {
+                            if (e.context() instanceof Path name && !name.toString().equals(DefaultModel.FILE_NAME)) mid = true;
+                        }
+                        key.reset();
+                    }
+                } else {
+                    Thread.sleep(rng.nextInt(41));
                 }
-                Thread.onSpinWait();
+                p.kill9();
+                join(client);
+                if (!mid) {
+                    WatchKey key = watch.poll();
+                    if (key != null) {
+                        for (WatchEvent<?> e : key.pollEvents()) {
+                            if (e.context() instanceof Path name && !name.toString().equals(DefaultModel.FILE_NAME) && Files.exists(dir.resolve(name))) mid = true;
+                        }
+                    }
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                p.kill9();
             }
-            p.kill9();
-            join(client);
             String state = verify(file, refSha);
             List<String> left = temporaries(dir, file);
+            mid = mid || !left.isEmpty();
             done.add(new Round(i, mid, state, left));
-            events.say("demo-model round " + i + ": " + (mid ? "killed mid-write" : "missed the write window") + "; model file " + state
-                    + (left.isEmpty() ? "" : "; leftovers " + left));
+            events.say("demo-model round " + i + ": " + (mid ? "killed mid-write" : "killed before or after the write") + "; model file " + state
+                    + (left.isEmpty() ? "" : "; files left in the cache " + left));
             if (state.startsWith("CORRUPT")) problems.add("round " + i + ": " + state);
         }
 

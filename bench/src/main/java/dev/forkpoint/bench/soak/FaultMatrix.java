@@ -39,12 +39,14 @@ final class FaultMatrix {
                     RequestRecord r = d.inject(in, api, -1, "matrix", deadline);
                     int epoch = d.holder().epoch();
                     RequestRecord hb = d.heartbeat("matrix", deadline);
-                    boolean healthy = hb.outcome() == Outcome.OK || hb.disrupted();
+                    boolean healthy = hb.outcome() == Outcome.OK;
                     rows.add(new Row(f, in.variant(), api, in.stream(), r.status(), r.outcome(), r.ms(), healthy, r.detail()));
                     if (!healthy) {
                         wedged = true;
-                        events.add("wedged", f.label + "/" + in.variant() + " on " + api.label + ": the next one-token generation got "
-                                + hb.outcome().label + " (" + hb.detail() + ")");
+                        boolean dead = !d.holder().current().alive();
+                        events.add(dead ? "died" : "wedged", f.label + "/" + in.variant() + " on " + api.label + ": "
+                                + (dead ? "the server process exited (status " + d.holder().current().exitStatus() + ")"
+                                : "the next one-token generation got " + hb.outcome().label + " (" + hb.detail() + ")"));
                         if (quarantine) mix.quarantine(f);
                         d.holder().recover(epoch, f.label + " wedged the server");
                     }

@@ -25,6 +25,7 @@ final class ServerHolder {
     private String model;
     private final String apiKey;
     private int unplannedRestarts;
+    private int attempts;
 
     ServerHolder(ServerLaunch launch, int port, String apiKey, Path outDir, Duration startTimeout, Events events) {
         this.launch = launch;
@@ -37,14 +38,15 @@ final class ServerHolder {
 
     /** Starts a server (the first, or after a kill); throws when it does not come up. */
     synchronized ServerProcess start(String why) throws IOException {
-        Path log = outDir.resolve("server-" + (all.size() + 1) + ".log");
+        Path log = outDir.resolve("server-" + (++attempts) + ".log");
         ServerProcess p;
         try {
             p = ServerProcess.start(launch, port, log, startTimeout);
         } catch (IOException e) {
             if (port == 0 || !String.valueOf(e.getMessage()).contains("cannot listen")) throw e;
             events.add("port", "port " + port + " could not be bound again; using a new one (" + e.getMessage().lines().findFirst().orElse("") + ")");
-            p = ServerProcess.start(launch, 0, outDir.resolve("server-" + (all.size() + 1) + "b.log"), startTimeout);
+            log = outDir.resolve("server-" + (++attempts) + ".log");
+            p = ServerProcess.start(launch, 0, log, startTimeout);
         }
         all.add(p);
         port = p.port();
@@ -67,7 +69,7 @@ final class ServerHolder {
 
     int epoch() { return epoch; }
 
-    /** True between a planned kill and the restart that follows. */
+    /** True from a kill or a death until the next server listens: failures meanwhile are not the server's. */
     boolean expectDown() { return expectDown; }
 
     String apiKey() { return apiKey; }
@@ -75,7 +77,7 @@ final class ServerHolder {
     /** SIGKILL; {@code planned}: the harness means it (the chaos step), so the gap until the restart is expected. */
     synchronized void kill(String why, boolean planned) {
         epoch++;
-        expectDown = planned;
+        expectDown = true;
         ServerProcess p = current;
         p.kill9();
         events.add(planned ? "kill -9" : "kill -9 (recovery)", why + ": pid " + p.pid());
@@ -83,7 +85,7 @@ final class ServerHolder {
 
     /** The server died by itself: the epoch moves on (once per process). */
     synchronized void noteDeath(ServerProcess p) {
-        if (p != current || expectDown) return;
+        if (p != current || expectDown || p.alive()) return;
         epoch++;
         expectDown = true;
         events.add("died", "pid " + p.pid() + " exited with status " + p.exitStatus() + " outside a planned kill");
@@ -94,16 +96,18 @@ final class ServerHolder {
      * else already restarted it since. Returns false when the new server did not start.
      */
     synchronized boolean recover(int seenEpoch, String why) {
-        if (epoch != seenEpoch && !expectDown) return true;   // already recovered
+        if (epoch != seenEpoch && current.alive()) return true;   // already recovered
         if (current.alive()) kill(why, false);
         unplannedRestarts++;
-        try {
-            start("restart after: " + why);
-            return true;
-        } catch (IOException e) {
-            events.add("restart failed", e.getMessage());
-            return false;
+        for (int attempt = 1; attempt <= 3; attempt++) {
+            try {
+                start("restart after: " + why);
+                return true;
+            } catch (IOException e) {
+                events.add("restart failed", "attempt " + attempt + ": " + e.getMessage());
+            }
         }
+        return false;
     }
 
     synchronized int unplannedRestarts() { return unplannedRestarts; }

@@ -127,7 +127,7 @@ public final class SoakCommand implements Callable<Integer> {
     @Option(names = "--demo-crashes", defaultValue = "3", description = "kill -9 rounds while the server writes the built-in demo model; 0 = none (default: ${DEFAULT-VALUE})")
     int demoCrashes;
 
-    @Option(names = "--cancel-probe-tokens", defaultValue = "100000", description = "num_predict of the cancellation probe's long generation (default: ${DEFAULT-VALUE})")
+    @Option(names = "--cancel-probe-tokens", defaultValue = "1900", description = "num_predict of the cancellation probe's long generation; prompt + it must fit the server's num_ctx, 2048 (default: ${DEFAULT-VALUE})")
     int cancelTokens;
 
     @Option(names = "--start-timeout", defaultValue = "120", description = "seconds the server may take to listen (default: ${DEFAULT-VALUE})")
