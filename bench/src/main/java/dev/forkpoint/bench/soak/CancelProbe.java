@@ -69,8 +69,9 @@ final class CancelProbe {
         double generated = m1 == null ? 0 : zeroIfNaN(m1.get(PromText.GENERATED)) - zeroIfNaN(m0.get(PromText.GENERATED));
         double ms = idleAt < 0 ? -1 : (idleAt - seenRunning) / 1e6;
         String verdict = Double.isNaN(cancelled) || cancelled < 1 ? "not-cancelled" : "cancelled";
-        String detail = String.format(Locale.ROOT, "%s request dropped while running; running_sequences back to 0 after %s; cancelled_total +%s; generated_tokens_total +%s",
-                stream ? "streamed" : "whole", ms < 0 ? "(never, within the deadline)" : Math.round(ms) + " ms", fmt(cancelled), fmt(generated));
+        String detail = String.format(Locale.ROOT, "%s request dropped while running; %s; cancelled_total +%s; generated_tokens_total +%s",
+                stream ? "streamed" : "whole", ms < 0 ? "still running " + d.deadline().toSeconds() + " s after the client left"
+                        : "running_sequences back to 0 " + Math.round(ms) + " ms after the client left", fmt(cancelled), fmt(generated));
         events.say("cancel probe (" + (stream ? "streamed" : "whole") + "): " + verdict + " — " + detail);
         return new Result(stream, verdict, ms, cancelled, generated, detail);
     }
