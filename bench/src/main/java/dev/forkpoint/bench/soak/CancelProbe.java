@@ -65,7 +65,7 @@ final class CancelProbe {
             sleep(10);
         }
         PromText m1 = d.metrics(poll);
-        double cancelled = m1 == null ? 0 : m1.get(PromText.CANCELLED) - zeroIfNaN(m0.get(PromText.CANCELLED));
+        double cancelled = m1 == null ? Double.NaN : zeroIfNaN(m1.get(PromText.CANCELLED)) - zeroIfNaN(m0.get(PromText.CANCELLED));
         double generated = m1 == null ? 0 : zeroIfNaN(m1.get(PromText.GENERATED)) - zeroIfNaN(m0.get(PromText.GENERATED));
         double ms = idleAt < 0 ? -1 : (idleAt - seenRunning) / 1e6;
         String verdict = Double.isNaN(cancelled) || cancelled < 1 ? "not-cancelled" : "cancelled";

@@ -25,7 +25,7 @@ import java.util.stream.Stream;
  * the kill lands mid-write when the write is slower than the notification), in even rounds after a random 0–40 ms. After each kill the cache may hold no model
  * file or a complete one, byte-identical to what {@link DefaultModel#write} produces here, never a partial one under
  * the final name. Then a final start must serve greedy text from it, a kill and restart must serve the same text,
- * and the file must not have been rewritten. Leftover temporary files are reported.
+ * the file must not have been rewritten, and the temporaries the kills left must be gone once the model was served.
  */
 final class DemoModelCrash {
     record Round(int n, boolean killedMidWrite, String finalFile, List<String> leftovers) {}
@@ -126,6 +126,9 @@ final class DemoModelCrash {
         boolean notRewritten = Files.exists(file) && Files.getLastModifiedTime(file).toMillis() == mtime && verify(file, refSha).equals("complete");
         if (!notRewritten) problems.add("the intact model file was rewritten (or damaged) by the restart");
         List<String> left = temporaries(dir, file);
+        if (!left.isEmpty() && done.stream().anyMatch(r -> !r.leftovers().isEmpty())) {
+            problems.add("temporary files of killed writers are still in the cache after the model was served again: " + left);
+        }
         return new Result(done, refSha, firstOk, same, notRewritten, left, problems);
     }
 

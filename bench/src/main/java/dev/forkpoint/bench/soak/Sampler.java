@@ -76,12 +76,14 @@ final class Sampler implements AutoCloseable {
     /** Takes one sample now (also called by the run at phase ends); the heap only when {@code withHeap}. */
     synchronized Sample sample(boolean withHeap) {
         ServerProcess p = holder.current();
+        int epoch = holder.epoch();
         if (p == null || !p.alive() || holder.expectDown()) return null;
         ProcStatus ps = ProcStatus.of(p.pid());
         long heapKib = withHeap ? heap.measure(p.pid()) : -1;
         PromText m = driver.metrics(Duration.ofSeconds(5));
+        if (holder.epoch() != epoch || holder.expectDown() || !p.alive()) return null;   // killed while being sampled
         double[] v = watchdog.takeInterval();
-        Sample s = new Sample(events.now(), phase, holder.epoch(), p.pid(), ps == null ? -1 : ps.rssKib(), ps == null ? -1 : ps.threads(),
+        Sample s = new Sample(events.now(), phase, epoch, p.pid(), ps == null ? -1 : ps.rssKib(), ps == null ? -1 : ps.threads(),
                 ps == null ? -1 : ps.fds(), heapKib, m == null ? Double.NaN : m.get(PromText.KV_USED), m == null ? Double.NaN : m.get(PromText.KV_FREE),
                 m == null ? Double.NaN : m.get(PromText.QUEUE), m == null ? Double.NaN : m.get(PromText.RUNNING),
                 m == null ? Double.NaN : m.get(PromText.CANCELLED), m == null ? Double.NaN : m.server5xx(), v[0], (int) v[1], recorder.total(),

@@ -13,8 +13,8 @@ import java.util.List;
 
 /**
  * Many stalled bodies at once: {@code connections} clients each send the head of a {@code POST /api/generate} with
- * {@code Content-Length: 1000} and 16 bytes of it, then nothing, for {@code hold}. Meanwhile the storm checks once a
- * second that {@code GET /api/version} answers within the version deadline, and once that a one-token generation
+ * {@code Content-Length: 1000} and 16 bytes of it, then nothing, for {@code hold}. Meanwhile the storm checks every
+ * second (every quarter of the hold when that is shorter) that {@code GET /api/version} answers within the version deadline, and once that a one-token generation
  * answers within the deadline: a server that gives every stalled body a thread of a bounded pool stops answering.
  * At the end it counts the stalled clients the server answered (say, 408) or hung up on.
  */
@@ -60,6 +60,7 @@ final class StallStorm {
         double generateMs = -1;
         String detail = "";
         long generateAt = System.nanoTime() + hold.toNanos() / 3;
+        long tickNanos = Math.min(1_000_000_000L, Math.max(50_000_000L, hold.toNanos() / 4));
         while (System.nanoTime() < end) {
             long tick = System.nanoTime();
             RawResponse r = t.http().exchange(t.get("/api/version"), ReadPlan.WHOLE, versionDeadline);
@@ -76,7 +77,7 @@ final class StallStorm {
                 generateMs = g.ms();
                 if (g.outcome() != Outcome.OK) detail = (detail.isEmpty() ? "" : detail + "; ") + "one-token generation during the storm: " + g.outcome().label;
             }
-            long sleep = 1_000_000_000L - (System.nanoTime() - tick);
+            long sleep = tickNanos - (System.nanoTime() - tick);
             if (sleep > 0) {
                 try {
                     Thread.sleep(Duration.ofNanos(sleep));

@@ -49,10 +49,10 @@ class SoakCommandTest {
     @Test
     void aShortSoakRunsEveryPhaseAndWritesConsistentFiles(@TempDir Path dir) throws Exception {
         Path model = BenchTestData.shared("models/stories260K.gguf");
-        Run run = soak("--model", model.toString(), "--streams", "2", "--minutes", "0.1", "--seed", "7", "--out", dir.toString(),
-                "--parallel", "2", "--threads", "1", "--faults", "bad-json,wrong-types,unknown-model,truncated-body,bad-host,stalled-body",
+        Run run = soak("--model", model.toString(), "--streams", "2", "--minutes", "0.05", "--seed", "7", "--out", dir.toString(),
+                "--parallel", "2", "--threads", "1", "--faults", "bad-json,unknown-model,truncated-body,bad-host,stalled-body",
                 "--stall-seconds", "1", "--stall-storm", "20", "--matrix-deadline", "5", "--deadline", "10", "--sample-seconds", "1",
-                "--heap-every", "2", "--heartbeat-seconds", "1", "--pause-seconds", "1", "--kill-load-seconds", "1", "--after-restart-seconds", "2",
+                "--heap-every", "2", "--heartbeat-seconds", "1", "--pause-seconds", "0.5", "--kill-load-seconds", "0.5", "--after-restart-seconds", "1",
                 "--demo-crashes", "1", "--cancel-probe-tokens", "300");
         String both = "stdout:\n" + run.out() + "\nstderr:\n" + run.err();
         JsonNode summary = Api.JSON.readTree(dir.resolve("summary.json").toFile());
