@@ -22,7 +22,7 @@ final class Watchdog implements AutoCloseable {
     private final boolean recover;
     private final List<Probe> probes = new ArrayList<>();
     private final List<String> wedges = new ArrayList<>();
-    private final Thread thread;
+    private final Thread thread, versionThread;
     private volatile boolean running = true;
     private volatile boolean recoveryHeld;
     private volatile String phase = "start";
@@ -39,6 +39,24 @@ final class Watchdog implements AutoCloseable {
         this.heartbeatDeadline = heartbeatDeadline;
         this.recover = recover;
         this.thread = Thread.ofPlatform().daemon().name("soak-watchdog").start(this::loop);
+        this.versionThread = Thread.ofPlatform().daemon().name("soak-version-probe").start(this::versionLoop);
+    }
+
+    /** GET /api/version once a second, in its own thread so that a slow heartbeat does not thin the series. */
+    private void versionLoop() {
+        while (running) {
+            long tick = System.nanoTime();
+            ServerProcess p = holder.current();
+            if (p != null && p.alive() && !holder.expectDown()) versionProbe();
+            long sleep = 1_000_000_000L - (System.nanoTime() - tick);
+            if (sleep > 0) {
+                try {
+                    Thread.sleep(Duration.ofNanos(sleep));
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+        }
     }
 
     void phase(String p) { phase = p; }
@@ -56,7 +74,6 @@ final class Watchdog implements AutoCloseable {
                 holder.noteDeath(p);
                 if (recover && !recoveryHeld) holder.recover(holder.epoch(), "the server died");
             } else if (p != null && !holder.expectDown()) {
-                versionProbe();
                 if (System.nanoTime() >= nextHeartbeat) {
                     nextHeartbeat = System.nanoTime() + heartbeatEvery.toNanos();
                     RequestRecord r = driver.heartbeat(phase, heartbeatDeadline);
@@ -113,7 +130,9 @@ final class Watchdog implements AutoCloseable {
     public void close() {
         running = false;
         thread.interrupt();
+        versionThread.interrupt();
         try {
+            versionThread.join(versionDeadline.toMillis() + 5_000);
             thread.join(Math.max(10_000, heartbeatDeadline.toMillis() + 5_000));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
