@@ -17,6 +17,7 @@ final class Driver {
     private final References references;
     private final Fault.Settings faultSettings;
     private final Duration deadline;
+    private final ThreadLocal<String> lastText = new ThreadLocal<>();
 
     Driver(ServerHolder holder, Recorder recorder, Events events, References references, Fault.Settings faultSettings, Duration deadline) {
         this.holder = holder;
@@ -94,8 +95,6 @@ final class Driver {
         lastText.set(v.text());
         return rec;
     }
-
-    private final ThreadLocal<String> lastText = new ThreadLocal<>();
 
     /** The reply text of this thread's last request (for the reference recording), or null. */
     String lastText() { return lastText.get(); }

@@ -23,8 +23,6 @@ final class Events {
     /** Seconds since the run began. */
     double now() { return (System.nanoTime() - t0) / 1e9; }
 
-    double seconds(long nanoTime) { return (nanoTime - t0) / 1e9; }
-
     synchronized void add(String kind, String detail) {
         Event e = new Event(now(), kind, detail);
         events.add(e);

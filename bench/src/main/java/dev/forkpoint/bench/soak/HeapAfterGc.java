@@ -29,35 +29,41 @@ final class HeapAfterGc {
 
     boolean available() { return Files.isExecutable(jcmd); }
 
-    /** KiB used after the collection, or -1 when jcmd failed (the process is gone or does not answer in 20 s). */
-    long measure(long pid) {
+    /** KiB used after the collection and KiB committed to the heap; -1, -1 when jcmd failed. */
+    record Heap(long usedKib, long committedKib) {
+        static final Heap UNKNOWN = new Heap(-1, -1);
+    }
+
+    /** The heap right after a full collection, or {@link Heap#UNKNOWN} (the process is gone or does not answer in 20 s). */
+    Heap measure(long pid) {
         try {
             Process p = new ProcessBuilder(jcmd.toString(), Long.toString(pid), "-f", commands.toString()).redirectErrorStream(true).start();
             byte[] out = p.getInputStream().readAllBytes();
             if (!p.waitFor(20, TimeUnit.SECONDS)) {
                 p.destroyForcibly();
-                return -1;
+                return Heap.UNKNOWN;
             }
-            return p.exitValue() == 0 ? parse(new String(out, StandardCharsets.UTF_8)) : -1;
+            return p.exitValue() == 0 ? parse(new String(out, StandardCharsets.UTF_8)) : Heap.UNKNOWN;
         } catch (IOException e) {
-            return -1;
+            return Heap.UNKNOWN;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return -1;
+            return Heap.UNKNOWN;
         }
     }
 
-    /** Sum of "used NK" over GC.heap_info's top-level heap lines (Metaspace and class space excluded); -1 if none. */
-    static long parse(String heapInfo) {
-        long used = 0;
+    /** Sums of "used NK" and "total NK" over GC.heap_info's top-level heap lines (Metaspace and class space excluded). */
+    static Heap parse(String heapInfo) {
+        long used = 0, total = 0;
         boolean any = false;
         Matcher m = GENERATION.matcher(heapInfo);
         while (m.find()) {
             String name = m.group(1).trim();
             if (name.startsWith("Metaspace") || name.startsWith("class space")) continue;
+            total += Long.parseLong(m.group(2));
             used += Long.parseLong(m.group(3));
             any = true;
         }
-        return any ? used : -1;
+        return any ? new Heap(used, total) : Heap.UNKNOWN;
     }
 }

@@ -16,11 +16,11 @@ import java.util.Locale;
  * Each sample is a row of {@code samples.csv}, written (and flushed) as it is taken.
  */
 final class Sampler implements AutoCloseable {
-    record Sample(double t, String phase, int epoch, long pid, long rssKib, int threads, int fds, long heapKib, double kvUsed, double kvFree,
+    record Sample(double t, String phase, int epoch, long pid, long rssKib, int threads, int fds, long heapKib, long heapCommittedKib, double kvUsed, double kvFree,
                   double queue, double running, double cancelled, double server5xx, double versionMaxMs, int versionFails, long requests,
                   long ok, long clientErrors, long serverErrors, long hangs, long resets) {}
 
-    static final String CSV_HEADER = "t_s,phase,epoch,pid,rss_kib,threads,fds,heap_after_gc_kib,kv_pages_used,kv_pages_free,queue_depth,"
+    static final String CSV_HEADER = "t_s,phase,epoch,pid,rss_kib,threads,fds,heap_after_gc_kib,heap_committed_kib,kv_pages_used,kv_pages_free,queue_depth,"
             + "running_sequences,cancelled_total,server_5xx_total,version_max_ms,version_fails,requests,ok,client_errors,server_errors,hangs,resets";
 
     private final ServerHolder holder;
@@ -79,20 +79,21 @@ final class Sampler implements AutoCloseable {
         int epoch = holder.epoch();
         if (p == null || !p.alive() || holder.expectDown()) return null;
         ProcStatus ps = ProcStatus.of(p.pid());
-        long heapKib = withHeap ? heap.measure(p.pid()) : -1;
+        HeapAfterGc.Heap h = withHeap ? heap.measure(p.pid()) : HeapAfterGc.Heap.UNKNOWN;
         PromText m = driver.metrics(Duration.ofSeconds(5));
         if (holder.epoch() != epoch || holder.expectDown() || !p.alive()) return null;   // killed while being sampled
         double[] v = watchdog.takeInterval();
         Sample s = new Sample(events.now(), phase, epoch, p.pid(), ps == null ? -1 : ps.rssKib(), ps == null ? -1 : ps.threads(),
-                ps == null ? -1 : ps.fds(), heapKib, m == null ? Double.NaN : m.get(PromText.KV_USED), m == null ? Double.NaN : m.get(PromText.KV_FREE),
+                ps == null ? -1 : ps.fds(), h.usedKib(), h.committedKib(), m == null ? Double.NaN : m.get(PromText.KV_USED), m == null ? Double.NaN : m.get(PromText.KV_FREE),
                 m == null ? Double.NaN : m.get(PromText.QUEUE), m == null ? Double.NaN : m.get(PromText.RUNNING),
                 m == null ? Double.NaN : m.get(PromText.CANCELLED), m == null ? Double.NaN : m.server5xx(), v[0], (int) v[1], recorder.total(),
                 recorder.count(Outcome.OK), recorder.count(Outcome.CLIENT_ERROR), recorder.count(Outcome.SERVER_ERROR), recorder.count(Outcome.HANG),
                 recorder.count(Outcome.RESET));
         samples.add(s);
         try {
-            csv.write(String.format(Locale.ROOT, "%.1f,%s,%d,%d,%d,%d,%d,%s,%s,%s,%s,%s,%s,%s,%.1f,%d,%d,%d,%d,%d,%d,%d", s.t(), s.phase(), s.epoch(),
-                    s.pid(), s.rssKib(), s.threads(), s.fds(), s.heapKib() < 0 ? "" : Long.toString(s.heapKib()), num(s.kvUsed()), num(s.kvFree()),
+            csv.write(String.format(Locale.ROOT, "%.1f,%s,%d,%d,%d,%d,%d,%s,%s,%s,%s,%s,%s,%s,%s,%.1f,%d,%d,%d,%d,%d,%d,%d", s.t(), s.phase(), s.epoch(),
+                    s.pid(), s.rssKib(), s.threads(), s.fds(), s.heapKib() < 0 ? "" : Long.toString(s.heapKib()),
+                    s.heapCommittedKib() < 0 ? "" : Long.toString(s.heapCommittedKib()), num(s.kvUsed()), num(s.kvFree()),
                     num(s.queue()), num(s.running()), num(s.cancelled()), num(s.server5xx()), s.versionMaxMs(), s.versionFails(), s.requests(),
                     s.ok(), s.clientErrors(), s.serverErrors(), s.hangs(), s.resets()));
             csv.newLine();

@@ -59,9 +59,4 @@ record ServerLaunch(String java, List<String> jvmFlags, List<String> program, Li
         c.add(Integer.toString(port));
         return c;
     }
-
-    /** The same launch with other serve arguments and environment (the demo-model rounds). */
-    ServerLaunch with(List<String> args, Map<String, String> environment) {
-        return new ServerLaunch(java, jvmFlags, program, args, environment, how);
-    }
 }

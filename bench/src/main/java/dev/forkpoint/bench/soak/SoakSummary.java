@@ -162,10 +162,13 @@ final class SoakSummary {
                 if (!heap.isEmpty()) {
                     double hSlope = slopePerMinute(heap, x -> x.heapKib() / 1024.0);
                     double hMax = heap.stream().mapToLong(Sampler.Sample::heapKib).max().orElse(0) / 1024.0;
-                    line(t, "heap after full GC (%d measurements): first %.1f MiB, last %.1f MiB, max %.1f MiB, slope %+.3f MiB/min", heap.size(),
-                            heap.getFirst().heapKib() / 1024.0, heap.getLast().heapKib() / 1024.0, hMax, hSlope);
+                    double committedMax = heap.stream().mapToLong(Sampler.Sample::heapCommittedKib).max().orElse(0) / 1024.0;
+                    line(t, "heap after full GC (%d measurements): first %.1f MiB, last %.1f MiB, max %.1f MiB, slope %+.3f MiB/min; heap committed: "
+                            + "last %.1f MiB, max %.1f MiB", heap.size(), heap.getFirst().heapKib() / 1024.0, heap.getLast().heapKib() / 1024.0, hMax, hSlope,
+                            heap.getLast().heapCommittedKib() / 1024.0, committedMax);
                     m.put("heap_first_mib", heap.getFirst().heapKib() / 1024.0).put("heap_last_mib", heap.getLast().heapKib() / 1024.0)
-                            .put("heap_max_mib", hMax).put("heap_slope_mib_per_min", hSlope).put("heap_measurements", heap.size());
+                            .put("heap_max_mib", hMax).put("heap_slope_mib_per_min", hSlope).put("heap_measurements", heap.size())
+                            .put("heap_committed_last_mib", heap.getLast().heapCommittedKib() / 1024.0).put("heap_committed_max_mib", committedMax);
                 } else {
                     line(t, "heap after full GC: not measured during the soak");
                 }

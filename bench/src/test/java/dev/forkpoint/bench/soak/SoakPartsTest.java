@@ -412,8 +412,8 @@ class SoakPartsTest {
                   object space 124928K, 2% used [0x0000000687400000,0x00000006876db558,0x000000068ee00000)
                  Metaspace       used 700K, committed 896K, reserved 1114112K
                 """;
-        assertEquals(1024 + 2925, HeapAfterGc.parse(info));
-        assertEquals(-1, HeapAfterGc.parse("Command executed successfully"));
+        assertEquals(new HeapAfterGc.Heap(1024 + 2925, 229376 + 124928), HeapAfterGc.parse(info));
+        assertEquals(HeapAfterGc.Heap.UNKNOWN, HeapAfterGc.parse("Command executed successfully"));
     }
 
     @Test
