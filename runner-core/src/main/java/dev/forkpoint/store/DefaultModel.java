@@ -16,12 +16,17 @@ import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.channels.FileChannel;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
 
 /**
  * The model every command uses when no {@code --model} is given: a tiny Llama with random weights drawn from a fixed
@@ -82,15 +87,23 @@ public final class DefaultModel {
         return Path.of(home, ".cache", "forkpoint");
     }
 
-    /** The cached model file in {@code directory}, generated first when it is missing or unreadable. */
+    /**
+     * The cached model file in {@code directory}, generated first when it is missing or unreadable. The file appears
+     * under its name only complete (written to a temporary sibling, forced to disk, then renamed atomically); the
+     * temporaries of writers that died mid-write (a kill -9) are deleted here.
+     */
     public static Path ensure(Path directory) {
         Path file = directory.resolve(FILE_NAME);
+        deleteStaleTemporaries(directory);
         if (isIntact(file)) return file;
         try {
             Files.createDirectories(directory);
             Path partial = directory.resolve(FILE_NAME + "." + ProcessHandle.current().pid() + "." + System.nanoTime() + ".partial");
             try {
                 write(partial);
+                try (FileChannel ch = FileChannel.open(partial, StandardOpenOption.WRITE)) {
+                    ch.force(true);   // the bytes are on disk before the name is: a crash of the machine cannot leave a hollow file
+                }
                 Files.move(partial, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
             } finally {
                 Files.deleteIfExists(partial);
@@ -100,6 +113,29 @@ public final class DefaultModel {
                     + "); set XDG_CACHE_HOME to a writable directory or give --model", e);
         }
         return file;
+    }
+
+    /** {@code FILE_NAME.<pid>.<nanos>.partial}, or with GgufWriter's {@code .tmp} after it. */
+    private static final Pattern TEMPORARY = Pattern.compile(Pattern.quote(FILE_NAME) + "\\.(\\d+)\\.\\d+\\.partial(\\.tmp)?");
+
+    /** Deletes the temporaries in {@code directory} whose writing process is gone (a live writer's are left alone). */
+    static void deleteStaleTemporaries(Path directory) {
+        if (!Files.isDirectory(directory)) return;
+        try (Stream<Path> files = Files.list(directory)) {
+            for (Path p : files.toList()) {
+                Matcher m = TEMPORARY.matcher(p.getFileName().toString());
+                if (!m.matches()) continue;
+                long pid = Long.parseLong(m.group(1));
+                if (ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false)) continue;
+                try {
+                    Files.deleteIfExists(p);
+                } catch (IOException e) {
+                    // another process removed it, or it cannot be removed: it is never read either way
+                }
+            }
+        } catch (IOException | NumberFormatException e) {
+            // best effort: a temporary left behind is wasted space, never a wrong model
+        }
     }
 
     private static boolean isIntact(Path file) {

@@ -17,6 +17,7 @@ import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class DefaultModelTest {
@@ -129,6 +130,27 @@ class DefaultModelTest {
         try (var listing = Files.list(dir)) {
             assertEquals(1, listing.count(), "no temporary files are left behind");
         }
+    }
+
+    @Test
+    void temporariesOfAWriterKilledMidWriteAreDeletedNotThoseOfALiveOne() throws Exception {
+        Path dir = Files.createDirectories(tmp.resolve("cache/forkpoint"));
+        Process gone = new ProcessBuilder("true").start();
+        gone.waitFor();
+        long deadPid = gone.pid();
+        Path dead = Files.writeString(dir.resolve(DefaultModel.FILE_NAME + "." + deadPid + ".123.partial.tmp"), "half a model");
+        Path dead2 = Files.writeString(dir.resolve(DefaultModel.FILE_NAME + "." + deadPid + ".456.partial"), "half a model");
+        Path live = Files.writeString(dir.resolve(DefaultModel.FILE_NAME + "." + ProcessHandle.current().pid() + ".789.partial"), "being written");
+        Path other = Files.writeString(dir.resolve("notes.txt"), "not ours");
+        Path file = DefaultModel.ensure(dir);
+        assertTrue(Files.isRegularFile(file));
+        assertFalse(Files.exists(dead), "a dead writer's temporary is deleted");
+        assertFalse(Files.exists(dead2));
+        assertTrue(Files.exists(live), "a live writer's temporary is left alone");
+        assertTrue(Files.exists(other));
+        Files.writeString(dead, "again");
+        DefaultModel.ensure(dir);   // also when the model file is already there
+        assertFalse(Files.exists(dead));
     }
 
     @Test
