@@ -46,6 +46,10 @@ final class SoakRun {
         if (s.threads() != null) serveArgs.addAll(List.of("--threads", Integer.toString(s.threads())));
         if (s.apiKey() != null) serveArgs.addAll(List.of("--api-key", s.apiKey()));
         if (s.maxBodyBytes() != null) serveArgs.addAll(List.of("--max-body-bytes", Long.toString(s.maxBodyBytes())));
+        // The server's body timeout within the harness's deadlines, so that a stalled body is answered (408) before the
+        // harness would call it a hang.
+        long deadlineSeconds = Math.min(s.deadline().toSeconds(), s.matrixDeadline().toSeconds());
+        serveArgs.addAll(List.of("--body-timeout", Long.toString(Math.max(1, Math.min(10, deadlineSeconds / 3)))));
         ServerLaunch launch = new ServerLaunch(ServerLaunch.currentJava(), ServerLaunch.flags(dirs.get("tmp")), ServerLaunch.program(s.serverJar()),
                 serveArgs, env, s.serverJar() != null ? s.serverJar().toString() : "this JVM's class path, main class " + ServerLaunch.MAIN_CLASS);
         events.say("soak: " + s.streams() + " streams for " + SoakSummary.duration(s.soak()) + ", seed " + s.seed() + ", model " + s.model()
