@@ -49,6 +49,18 @@ class ServerFuzzTest {
         java.util.logging.Logger.getLogger("").setLevel(java.util.logging.Level.WARNING);   // a log line per request otherwise
         harness = new ServerHarness(ServerHarness.config().withHost("127.0.0.1").withMaxBodyBytes(64 * 1024),
                 TinyLlama.ggufFile(), List.of(new OllamaApi(), new RunnerApi(), new OpenAiApi(), new AnthropicApi()));
+        // one request per API before fuzzing: the first input is not charged for loading the handlers' classes
+        for (String[] warm : new String[][]{{"/api/chat", "{\"model\":\"tiny\",\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],\"stream\":true,\"options\":{\"num_predict\":2}}"},
+                {"/v1/chat/completions", "{\"model\":\"tiny\",\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],\"max_tokens\":2,\"stream\":true}"},
+                {"/v1/messages", "{\"model\":\"tiny\",\"max_tokens\":2,\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],\"stream\":true}"},
+                {"/v1/completions", "{\"Prompt\":\"Hi\",\"Options\":{\"num_predict\":2}}"}}) {
+            try {
+                harness.post(warm[0], warm[1]);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IOException(e);
+            }
+        }
     }
 
     @AfterAll
