@@ -42,7 +42,7 @@ final class FuzzCommand implements Callable<Integer> {
     @Option(names = "--seeds", description = "the committed seed corpus root (default: runner-core/src/test/resources in the checkout)")
     Path seeds;
 
-    @Option(names = "--timeout", defaultValue = "10", description = "seconds one input may run before it counts as a hang (default: ${DEFAULT-VALUE})")
+    @Option(names = "--timeout", defaultValue = "20", description = "seconds one input may run before it counts as a hang (default: ${DEFAULT-VALUE})")
     int timeout;
 
     @Option(names = "--keep-going", defaultValue = "10", description = "distinct findings a target may collect before it stops (default: ${DEFAULT-VALUE})")

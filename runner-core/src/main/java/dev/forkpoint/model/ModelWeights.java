@@ -33,6 +33,12 @@ record ModelWeights(Weight tokenEmbedding, LayerWeights[] layers, Weight outputN
         };
         int qDim = c.heads() * c.headDim();
         int kv = c.kvDim();
+        // the layer count comes from metadata: check the last layer is there before sizing anything by it
+        String lastLayer = "blk." + (c.layers() - 1) + ".attn_norm.weight";
+        if (f.shape(lastLayer).isEmpty()) {
+            throw new ModelFormatException(f.path(), "tensor " + lastLayer, "missing: the model declares " + c.layers()
+                    + " layers (block_count / num_hidden_layers)");
+        }
         Weight embd = loader.get("token_embd.weight", c.dim(), c.vocabSize());
         LayerWeights[] layers = new LayerWeights[c.layers()];
         for (int i = 0; i < layers.length; i++) {

@@ -41,8 +41,9 @@ class ChatTemplateFuzzTest {
     }
 
     @org.junit.jupiter.api.BeforeAll
-    static void load() {
+    static void load() throws Exception {
         tokenizer();
+        for (String source : SOURCES) render(source, List.of(ChatMessage.of("user", "Hi")), List.of(), true, "");
     }
 
     @FuzzTest(maxDuration = "30s")

@@ -66,7 +66,7 @@ class GenerationFuzzTest {
 
     @org.junit.jupiter.api.BeforeAll
     static void load() {
-        model();
+        model().generate(GenerationRequest.of("Once upon a time", SamplingOptions.greedy().withNumPredict(2)), piece -> {});
     }
 
     @FuzzTest(maxDuration = "30s")

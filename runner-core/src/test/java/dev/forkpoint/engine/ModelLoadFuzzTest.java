@@ -59,6 +59,13 @@ class ModelLoadFuzzTest {
         }
     }
 
+    /** One load and run of each kind before fuzzing, so that the first input is not charged for loading the classes. */
+    @org.junit.jupiter.api.BeforeAll
+    static void warmUp() throws Exception {
+        run(TinyLlama.ggufFile(), "Hello");
+        run(HF_FOLDER, "Hello");
+    }
+
     @FuzzTest(maxDuration = "30s")
     void ggufModel(FuzzedDataProvider data) throws Exception {
         var model = new TinyLlama();
