@@ -31,7 +31,8 @@ import static dev.forkpoint.backend.cpu.KernelSupport.LE;
  * 16-byte table with one byte shuffle each, are widened to floats and multiplied by scale/2 (converted once per row
  * into a float scratch: 2^(e−128) for E8M0, value/2 for E4M3, both exact); the activations are stored de-interleaved
  * per 32 (evens, then odds) so that both halves meet plain vector loads. An nvfp4 chunk holds two groups: bytes
- * 0–7 and 8–15, so at 16 lanes the scale vector is a blend of the two.</li>
+ * 0–7 and 8–15, so at 16 lanes the scale vector is a blend of the two; a row whose length is an odd multiple of 16
+ * ends in a half chunk, summed in scalar code.</li>
  * <li>mxfp8: L code bytes are sign-extended to ints, moved to float's positions (the sign to bit 31, exponent and
  * mantissa to bits 26–20) and multiplied by 2^120 (rebiasing 7 → 127; e4m3 subnormals arrive as float subnormals and
  * come out exact) and by the group's scale.</li>
@@ -115,7 +116,7 @@ final class FpMatrix implements PackedMatrix {
             return;
         }
         FpFormat f = format;
-        float[] xs = f == FpFormat.MXFP8 ? x : deinterleave(x, n * cols);
+        float[] xs = f == FpFormat.MXFP8 ? x : deinterleave(x, n, cols);
         pool.runRanges(rows, KernelSupport.parts(pool), 8, (from, to) -> {
             float[] sc = new float[groups];
             for (int r = from; r < to; r++) {
@@ -131,14 +132,21 @@ final class FpMatrix implements PackedMatrix {
         });
     }
 
-    /** The fp4 kernels' activation order: per 32 values, the 16 even-indexed ones, then the 16 odd-indexed ones. */
-    private static float[] deinterleave(float[] x, int count) {
-        float[] p = new float[count];
-        for (int c = 0; c < count; c += 32) {
-            for (int i = 0; i < 16; i++) {
-                p[c + i] = x[c + 2 * i];
-                p[c + 16 + i] = x[c + 2 * i + 1];
+    /**
+     * The fp4 kernels' activation order: per token and 32 values, the 16 even-indexed ones, then the 16 odd-indexed
+     * ones; an nvfp4 row's last 16 values (when cols is an odd multiple of 16) stay in order.
+     */
+    private static float[] deinterleave(float[] x, int n, int cols) {
+        float[] p = new float[n * cols];
+        for (int t = 0; t < n; t++) {
+            int o = t * cols, c = 0;
+            for (; c + 32 <= cols; c += 32) {
+                for (int i = 0; i < 16; i++) {
+                    p[o + c + i] = x[o + c + 2 * i];
+                    p[o + c + 16 + i] = x[o + c + 2 * i + 1];
+                }
             }
+            System.arraycopy(x, o + c, p, o + c, cols - c);
         }
         return p;
     }
@@ -199,7 +207,20 @@ final class FpMatrix implements PackedMatrix {
                 acc1 = wh.fma(FloatVector.fromArray(F, xs, xo + 16 + p * L), acc1);
             }
         }
-        return KernelSupport.sum(acc0.add(acc1));
+        float sum = KernelSupport.sum(acc0.add(acc1));
+        if (chunks * 32 < cols) sum += tail16(base + 16L * chunks, xs, x0 + 32 * chunks, sh[2 * chunks]);
+        return sum;
+    }
+
+    /** An nvfp4 row's last group when cols is an odd multiple of 16: 8 bytes, 16 values in order, summed in order. */
+    private float tail16(long at, float[] xs, int xo, float halfScale) {
+        float sum = 0;
+        for (int j = 0; j < 8; j++) {
+            int b = packed.get(ValueLayout.JAVA_BYTE, at + j);
+            sum = Math.fma(E2M1_TWICE[b & 0xf] * halfScale, xs[xo + 2 * j], sum);
+            sum = Math.fma(E2M1_TWICE[(b >> 4) & 0xf] * halfScale, xs[xo + 2 * j + 1], sum);
+        }
+        return sum;
     }
 
     /** mxfp8: per group of 32 bytes, 32/L vectors of codes made floats exactly, times the scale, FMA'd with x. */
@@ -269,6 +290,13 @@ final class FpMatrix implements PackedMatrix {
                 int e = dstOff + 32 * c + 2 * p * L;
                 even.rearrange(ZIP_LOW, odd).intoArray(dst, e);
                 even.rearrange(ZIP_HIGH, odd).intoArray(dst, e + L);
+            }
+        }
+        if (chunks * 32 < cols) {   // nvfp4, cols an odd multiple of 16: the last group in scalar code
+            float s = MiniFloat.E4M3.value(scales.get(ValueLayout.JAVA_BYTE, g0 + groups - 1));
+            for (int c = chunks * 32; c < cols; c++) {
+                int code = packed.get(ValueLayout.JAVA_BYTE, base + c / 2) >> (4 * (c & 1));
+                dst[dstOff + c] = MiniFloat.E2M1.value(code) * s;
             }
         }
     }
