@@ -155,7 +155,8 @@ final class SafetensorsTensors implements ModelTensors {
         if (scales.shape()[1] * f.groupSize() != cols) {
             throw new ModelFormatException(scales.file(), "tensor " + scales.name(), scales.shapeString() + " does not fit "
                     + w.name() + " " + w.shapeString() + ": " + cols + " columns at " + f.bits() + " bits need " + cols / f.groupSize()
-                    + (cols % f.groupSize() == 0 ? "" : "+") + " scales per row of " + f.typeName() + " groups of " + f.groupSize());
+                    + (cols % f.groupSize() == 0 ? "" : "+") + " scales per row of " + f.typeName() + " groups of " + f.groupSize()
+                    + " (the mode config.json's " + mq.key + " gives)");
         }
         return new Quantized(w, scales, null, f, Math.toIntExact(w.shape()[0]), Math.toIntExact(cols));
     }
