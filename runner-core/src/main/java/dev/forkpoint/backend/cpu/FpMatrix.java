@@ -28,14 +28,17 @@ import static dev.forkpoint.backend.cpu.KernelSupport.LE;
  * <ul>
  * <li>fp4 (mxfp4, nvfp4): a row's 16-byte chunks (32 elements) are loaded as one byte vector; the low nibbles (the
  * even elements) and high nibbles (the odd ones) pick 2·value(code) ∈ {0, ±1, ±2, ±3, ±4, ±6, ±8, ±12} from a
- * 16-byte table with one byte shuffle each, are widened to floats and multiplied by scale/2 (converted once per row
+ * 16-byte table with one byte shuffle each (at L = 16: one int permute each, on the chunk widened to ints once), are
+ * widened to floats and multiplied by scale/2 (converted once per row
  * into a float scratch: 2^(e−128) for E8M0, value/2 for E4M3, both exact); the activations are stored de-interleaved
  * per 32 (evens, then odds) so that both halves meet plain vector loads. An nvfp4 chunk holds two groups: bytes
  * 0–7 and 8–15, so at 16 lanes the scale vector is a blend of the two; a row whose length is an odd multiple of 16
  * ends in a half chunk, summed in scalar code.</li>
- * <li>mxfp8: L code bytes are sign-extended to ints, moved to float's positions (the sign to bit 31, exponent and
- * mantissa to bits 26–20) and multiplied by 2^120 (rebiasing 7 → 127; e4m3 subnormals arrive as float subnormals and
- * come out exact) and by the group's scale.</li>
+ * <li>mxfp8: L code bytes are sign-extended to ints; exponent and mantissa move to float's bits 26–20 and the
+ * exponent is rebiased by adding 120 (7 → 127), which is exact for normal e4m3 codes; an e4m3 subnormal (exponent 0,
+ * m/8 · 2^−6) comes out as (1 + m/8) · 2^−7 and is corrected by one masked FMA, 2v − 2^−6 (exact); the sign goes to
+ * bit 31, and the value is multiplied by the group's scale. No float subnormal is ever an operand: x86 cores take a
+ * microcode assist for each (measured here: 12–25× slower with random codes).</li>
  * </ul>
  * Every token's dot products run the same code in the same order whatever the batch (row-outer, token-inner, the
  * row's bytes read from L1 for every token after the first), so a batch of decode rows gives bit-identical results
@@ -62,6 +65,8 @@ final class FpMatrix implements PackedMatrix {
     private static final byte[] E2M1_TWICE_MAGNITUDE = new byte[16];
     private static final ByteVector TWICE;
     private static final ByteVector TWICE_MAGNITUDE;
+    /** The same 16 values as ints (only used at L = 16, where they fill one int vector). */
+    private static final IntVector TWICE_INTS;
     /** value(scale byte) / 2 for E8M0 and E4M3 scales, and value for E8M0 (exact). */
     private static final float[] E8M0_HALF = new float[256], E4M3_HALF = new float[256], E8M0_VALUE = new float[256];
     /** Lanes 8 … 15 (only used at L = 16): the second group of an nvfp4 chunk. */
@@ -74,6 +79,9 @@ final class FpMatrix implements PackedMatrix {
         }
         TWICE = ByteVector.fromArray(B16, E2M1_TWICE, 0);
         TWICE_MAGNITUDE = ByteVector.fromArray(B16, E2M1_TWICE_MAGNITUDE, 0);
+        int[] ints = new int[Math.max(16, L)];
+        for (int c = 0; c < 16; c++) ints[c] = E2M1_TWICE[c];
+        TWICE_INTS = IntVector.fromArray(I, ints, 0);
         for (int b = 0; b < 256; b++) {
             E8M0_VALUE[b] = MiniFloat.E8M0.value(b);
             E8M0_HALF[b] = E8M0_VALUE[b] * 0.5f;
@@ -162,7 +170,11 @@ final class FpMatrix implements PackedMatrix {
         for (int g = 0; g < groups; g++) sc[g] = table[scales.get(ValueLayout.JAVA_BYTE, g0 + g) & 0xff];
     }
 
-    /** mxfp4: one group per 16-byte chunk, one broadcast scale; even and odd halves in two accumulators. */
+    /**
+     * mxfp4: one group per 16-byte chunk, one broadcast scale; even and odd halves in two accumulators. At L = 16 the
+     * chunk's bytes are widened to ints once and the nibbles looked up in an int table (one permute each), which is
+     * cheaper there than byte shuffles and byte-to-float widening; the values and their order are the same.
+     */
     private float dotMx4(int r, float[] xs, int t, float[] sh) {
         MemorySegment w = packed;
         long base = r * rowBytes;
@@ -170,11 +182,20 @@ final class FpMatrix implements PackedMatrix {
         FloatVector acc0 = FloatVector.zero(F), acc1 = acc0;
         int chunks = cols / 32;
         for (int c = 0; c < chunks; c++) {
+            FloatVector s = FloatVector.broadcast(F, sh[c]);
+            int xo = x0 + 32 * c;
+            if (L == 16) {
+                IntVector i = (IntVector) ByteVector.fromMemorySegment(B16, w, base + 16L * c, LE)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                FloatVector wl = ((FloatVector) i.and(0xf).selectFrom(TWICE_INTS).convert(VectorOperators.I2F, 0)).mul(s);
+                acc0 = wl.fma(FloatVector.fromArray(F, xs, xo), acc0);
+                FloatVector wh = ((FloatVector) i.lanewise(VectorOperators.LSHR, 4).selectFrom(TWICE_INTS).convert(VectorOperators.I2F, 0)).mul(s);
+                acc1 = wh.fma(FloatVector.fromArray(F, xs, xo + 16), acc1);
+                continue;
+            }
             ByteVector bytes = ByteVector.fromMemorySegment(B16, w, base + 16L * c, LE);
             ByteVector lo = bytes.and((byte) 0x0f).selectFrom(TWICE);
             ByteVector hi = bytes.lanewise(VectorOperators.LSHR, 4).selectFrom(TWICE);
-            FloatVector s = FloatVector.broadcast(F, sh[c]);
-            int xo = x0 + 32 * c;
             for (int p = 0; p < PARTS; p++) {
                 FloatVector wl = ((FloatVector) lo.convertShape(VectorOperators.B2F, F, p)).mul(s);
                 acc0 = wl.fma(FloatVector.fromArray(F, xs, xo + p * L), acc0);
@@ -185,7 +206,7 @@ final class FpMatrix implements PackedMatrix {
         return KernelSupport.sum(acc0.add(acc1));
     }
 
-    /** nvfp4: two groups per 16-byte chunk (bytes 0–7 and 8–15), otherwise as {@link #dotMx4}. */
+    /** nvfp4: two groups per 16-byte chunk (bytes 0–7 and 8–15: a blended scale vector at L = 16), otherwise as {@link #dotMx4}. */
     private float dotNv4(int r, float[] xs, int t, float[] sh) {
         MemorySegment w = packed;
         long base = r * rowBytes;
@@ -193,11 +214,21 @@ final class FpMatrix implements PackedMatrix {
         FloatVector acc0 = FloatVector.zero(F), acc1 = acc0;
         int chunks = cols / 32;
         for (int c = 0; c < chunks; c++) {
+            float sa = sh[2 * c], sb = sh[2 * c + 1];
+            int xo = x0 + 32 * c;
+            if (L == 16) {
+                FloatVector s = FloatVector.broadcast(F, sa).blend(sb, HIGH_EIGHT);
+                IntVector i = (IntVector) ByteVector.fromMemorySegment(B16, w, base + 16L * c, LE)
+                        .convertShape(VectorOperators.ZERO_EXTEND_B2I, I, 0);
+                FloatVector wl = ((FloatVector) i.and(0xf).selectFrom(TWICE_INTS).convert(VectorOperators.I2F, 0)).mul(s);
+                acc0 = wl.fma(FloatVector.fromArray(F, xs, xo), acc0);
+                FloatVector wh = ((FloatVector) i.lanewise(VectorOperators.LSHR, 4).selectFrom(TWICE_INTS).convert(VectorOperators.I2F, 0)).mul(s);
+                acc1 = wh.fma(FloatVector.fromArray(F, xs, xo + 16), acc1);
+                continue;
+            }
             ByteVector bytes = ByteVector.fromMemorySegment(B16, w, base + 16L * c, LE);
             ByteVector lo = bytes.and((byte) 0x0f).selectFrom(TWICE);
             ByteVector hi = bytes.lanewise(VectorOperators.LSHR, 4).selectFrom(TWICE);
-            float sa = sh[2 * c], sb = sh[2 * c + 1];
-            int xo = x0 + 32 * c;
             for (int p = 0; p < PARTS; p++) {
                 FloatVector s = L == 16 ? FloatVector.broadcast(F, sa).blend(sb, HIGH_EIGHT)
                         : FloatVector.broadcast(F, p * L < 8 ? sa : sb);
@@ -236,11 +267,17 @@ final class FpMatrix implements PackedMatrix {
             for (int j = 0; j < 32; j += 2 * L) {
                 IntVector i0 = (IntVector) ByteVector.fromMemorySegment(B, w, o + (j & -BL), LE)
                         .convertShape(VectorOperators.B2I, I, (j / L) & (BYTE_PARTS - 1));
-                FloatVector w0 = i0.lanewise(VectorOperators.LSHL, 20).and(0x87F00000).reinterpretAsFloats().mul(0x1p120f).mul(s);
+                IntVector m0 = i0.lanewise(VectorOperators.LSHL, 20).and(0x07F00000);
+                FloatVector w0 = m0.add(120 << 23).reinterpretAsFloats()
+                        .lanewise(VectorOperators.FMA, 2f, -0x1p-6f, m0.compare(VectorOperators.LT, 0x00800000).cast(F))
+                        .reinterpretAsInts().or(i0.and(0x80000000)).reinterpretAsFloats().mul(s);
                 acc0 = w0.fma(FloatVector.fromArray(F, x, xo + j), acc0);
                 IntVector i1 = (IntVector) ByteVector.fromMemorySegment(B, w, o + ((j + L) & -BL), LE)
                         .convertShape(VectorOperators.B2I, I, ((j + L) / L) & (BYTE_PARTS - 1));
-                FloatVector w1 = i1.lanewise(VectorOperators.LSHL, 20).and(0x87F00000).reinterpretAsFloats().mul(0x1p120f).mul(s);
+                IntVector m1 = i1.lanewise(VectorOperators.LSHL, 20).and(0x07F00000);
+                FloatVector w1 = m1.add(120 << 23).reinterpretAsFloats()
+                        .lanewise(VectorOperators.FMA, 2f, -0x1p-6f, m1.compare(VectorOperators.LT, 0x00800000).cast(F))
+                        .reinterpretAsInts().or(i1.and(0x80000000)).reinterpretAsFloats().mul(s);
                 acc1 = w1.fma(FloatVector.fromArray(F, x, xo + j + L), acc1);
             }
         }
@@ -263,7 +300,10 @@ final class FpMatrix implements PackedMatrix {
                 for (int j = 0; j < 32; j += L) {
                     IntVector i = (IntVector) ByteVector.fromMemorySegment(B, packed, o + (j & -BL), LE)
                             .convertShape(VectorOperators.B2I, I, (j / L) & (BYTE_PARTS - 1));
-                    i.lanewise(VectorOperators.LSHL, 20).and(0x87F00000).reinterpretAsFloats().mul(0x1p120f).mul(s)
+                    IntVector m = i.lanewise(VectorOperators.LSHL, 20).and(0x07F00000);
+                    m.add(120 << 23).reinterpretAsFloats()
+                            .lanewise(VectorOperators.FMA, 2f, -0x1p-6f, m.compare(VectorOperators.LT, 0x00800000).cast(F))
+                            .reinterpretAsInts().or(i.and(0x80000000)).reinterpretAsFloats().mul(s)
                             .intoArray(dst, dstOff + 32 * g + j);
                 }
             }
