@@ -6,6 +6,7 @@ import dev.forkpoint.backend.Weight;
 import dev.forkpoint.format.ModelFormatException;
 import dev.forkpoint.format.gguf.GgufTensor;
 import dev.forkpoint.format.hf.HfTensorNames;
+import dev.forkpoint.format.hf.MlxModuleQuantization;
 import dev.forkpoint.format.safetensors.SafetensorsDtype;
 import dev.forkpoint.format.safetensors.SafetensorsFile;
 import dev.forkpoint.format.safetensors.SafetensorsShards;
@@ -16,7 +17,6 @@ import dev.forkpoint.tensor.FpFormat;
 import dev.forkpoint.tensor.FpTensor;
 import dev.forkpoint.tensor.GgmlType;
 import dev.forkpoint.tensor.MlxFormat;
-import dev.forkpoint.tensor.MlxQuantMode;
 
 import java.nio.file.Path;
 import java.util.HashMap;
@@ -29,10 +29,8 @@ import java.util.Optional;
  * {@code P.weight} is U32 and has scales beside it, in one of two layouts:
  * <ul>
  *   <li>MLX (mlx-community, mlx-lm): {@code P.scales}, and {@code P.biases} in the affine mode; mode, bits and group
- *       size from config.json's {@code quantization} ({@code mode} affine, mxfp4, nvfp4 or mxfp8, default affine).
- *       A per-module entry {@code "P": {…}} overrides the default as mlx-lm applies it: its own {@code mode}, else
- *       affine; its own bits and group size, else the default entry's where the module has the default's mode,
- *       else MLX's defaults for the mode (affine 4/64, mxfp4 4/32, nvfp4 4/16, mxfp8 8/32);</li>
+ *       size from config.json's {@code quantization} ({@code mode} affine, mxfp4, nvfp4 or mxfp8, default affine),
+ *       per module as mlx-lm applies it ({@link MlxModuleQuantization});</li>
  *   <li>Ollama's tensor blobs: {@code P.weight.scale}, {@code P.weight.bias}; bits from the blob's
  *       {@code __metadata__.quant_type} (int4, int8) and {@code group_size}; affine only.</li>
  * </ul>
@@ -42,8 +40,7 @@ import java.util.Optional;
  * config key). Plain tensors must be F32, F16 or BF16.
  */
 final class SafetensorsTensors implements ModelTensors {
-    private static final String SUPPORTED_MODES = "affine (bits 2, 3, 4, 5, 6, 8; group sizes 32, 64, 128), "
-            + "mxfp4 (bits 4, group size 32), nvfp4 (bits 4, group size 16), mxfp8 (bits 8, group size 32)";
+    private static final String SUPPORTED_MODES = MlxModuleQuantization.SUPPORTED;
 
     private final Path path;
     private final SafetensorsShards shards;
@@ -62,9 +59,6 @@ final class SafetensorsTensors implements ModelTensors {
     /** A module's quantised parts (biases null for the fp modes). */
     private record Quantized(SafetensorsTensor packed, SafetensorsTensor scales, SafetensorsTensor biases, MlxFormat format,
                              int rows, int cols) {}
-
-    /** What config.json says about one module: its mode, bits and group size, and the key that said it. */
-    private record ModuleQuantization(MlxQuantMode mode, int bits, int groupSize, String key) {}
 
     public Path path() { return path; }
 
@@ -123,19 +117,13 @@ final class SafetensorsTensors implements ModelTensors {
         if (mlxScales.isEmpty() && blobScales.isEmpty()) return null;
         if (mlxScales.isEmpty()) return blobAffine(w, blobScales.get());
         SafetensorsTensor scales = mlxScales.get();
-        ModuleQuantization mq = moduleQuantization(module);   // refuses unknown modes first, naming them
-        MlxFormat format;
-        try {
-            format = mq.mode.format(mq.bits, mq.groupSize);
-        } catch (dev.forkpoint.InvalidInputException e) {
-            throw new ModelFormatException(configFile, mq.key, e.getMessage() + " (tensor " + w.name() + " in " + w.file()
-                    + "; supported: " + SUPPORTED_MODES + ")");
-        }
+        MlxModuleQuantization mq = MlxModuleQuantization.of(quantization, module, configFile);   // refuses unknown modes first
+        MlxFormat format = mq.format(configFile, w.file(), w.name());
         if (format instanceof AffineFormat a) {
             String biasName = module + ".biases";
             SafetensorsTensor biases = shards.find(biasName).orElseThrow(() -> new ModelFormatException(w.file(), "tensor " + biasName,
-                    "missing: " + scales.name() + " is present, and the affine mode (" + mq.key + ") needs scales and biases"));
-            return affine(w, scales, biases, a.bits(), a.groupSize(), mq.key);
+                    "missing: " + scales.name() + " is present, and the affine mode (" + mq.key() + ") needs scales and biases"));
+            return affine(w, scales, biases, a.bits(), a.groupSize(), mq.key());
         }
         FpFormat f = (FpFormat) format;
         requirePacked(w);
@@ -143,7 +131,7 @@ final class SafetensorsTensors implements ModelTensors {
             Optional<SafetensorsTensor> t = shards.find(extra);
             if (t.isPresent()) {
                 throw new ModelFormatException(t.get().file(), "tensor " + extra, "present, but module " + module + " is " + f.typeName()
-                        + " (" + mq.key + "), which has " + (extra.endsWith("biases") ? "no biases" : "no global scale supported here"));
+                        + " (" + mq.key() + "), which has " + (extra.endsWith("biases") ? "no biases" : "no global scale supported here"));
             }
         }
         SafetensorsDtype own = f.scale() == dev.forkpoint.tensor.MiniFloat.E8M0 ? SafetensorsDtype.F8_E8M0 : SafetensorsDtype.F8_E4M3;
@@ -156,7 +144,7 @@ final class SafetensorsTensors implements ModelTensors {
             throw new ModelFormatException(scales.file(), "tensor " + scales.name(), scales.shapeString() + " does not fit "
                     + w.name() + " " + w.shapeString() + ": " + cols + " columns at " + f.bits() + " bits need " + cols / f.groupSize()
                     + (cols % f.groupSize() == 0 ? "" : "+") + " scales per row of " + f.typeName() + " groups of " + f.groupSize()
-                    + " (the mode config.json's " + mq.key + " gives)");
+                    + " (the mode config.json's " + mq.key() + " gives)");
         }
         return new Quantized(w, scales, null, f, Math.toIntExact(w.shape()[0]), Math.toIntExact(cols));
     }
@@ -209,49 +197,6 @@ final class SafetensorsTensors implements ModelTensors {
             throw new ModelFormatException(w.file(), "tensor " + w.name(), e.getMessage());
         }
         return new Quantized(w, scales, biases, format, Math.toIntExact(w.shape()[0]), Math.toIntExact(cols));
-    }
-
-    /**
-     * The module's quantisation from config.json: its own entry (an object) or the default one, as mlx-lm applies
-     * them (see the class comment).
-     */
-    private ModuleQuantization moduleQuantization(String module) {
-        if (quantization == null) {
-            throw new ModelFormatException(configFile, "quantization", "missing, but module " + module + " has scales");
-        }
-        JsonNode own = quantization.get(module);
-        if (own != null && own.isBoolean() && !own.asBoolean()) {
-            throw new ModelFormatException(configFile, "quantization." + module, "is false, but the module has scales");
-        }
-        boolean perModule = own != null && own.isObject();
-        JsonNode entry = perModule ? own : quantization;
-        String prefix = perModule ? "quantization." + module : "quantization";
-        MlxQuantMode global = mode(quantization, "quantization", module);
-        MlxQuantMode mode = perModule ? (own.has("mode") ? mode(own, prefix, module) : MlxQuantMode.AFFINE) : global;
-        boolean inherit = perModule && mode == global;
-        int bits = integer(entry, prefix, "bits", inherit, mode.defaultBits());
-        int group = integer(entry, prefix, "group_size", inherit, mode.defaultGroupSize());
-        return new ModuleQuantization(mode, bits, group, prefix);
-    }
-
-    private MlxQuantMode mode(JsonNode entry, String prefix, String module) {
-        JsonNode m = entry.get("mode");
-        if (m == null || m.isNull()) return MlxQuantMode.AFFINE;
-        return MlxQuantMode.parse(m.asText()).orElseThrow(() -> new ModelFormatException(configFile, prefix + ".mode",
-                "mode " + m + " (for tensor " + module + ".weight) is not supported; supported: " + SUPPORTED_MODES));
-    }
-
-    /** entry's integer {@code field}; else the default entry's (when {@code inherit}); else {@code fallback}. */
-    private int integer(JsonNode entry, String prefix, String field, boolean inherit, int fallback) {
-        JsonNode v = entry.get(field);
-        String key = prefix + "." + field;
-        if (v == null && inherit) {
-            v = quantization.get(field);
-            key = "quantization." + field;
-        }
-        if (v == null || v.isNull()) return fallback;
-        if (!v.isIntegralNumber()) throw new ModelFormatException(configFile, key, "not an integer: " + v);
-        return v.asInt();
     }
 
     private int blobBits(SafetensorsTensor w) {

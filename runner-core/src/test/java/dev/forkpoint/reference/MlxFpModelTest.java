@@ -53,7 +53,8 @@ import static org.junit.jupiter.api.Assertions.*;
  * exactly those values, so the logits must agree to float32 rounding, the F32 bound 1e-4 (relative L2), for 12
  * tokens (the decode kernels) and 40 (the prefill GEMM). A folder with per-module entries mixing modes (nvfp4,
  * affine, float) is checked the same way (its affine module's decode kernel rounds activations to int8: 5e-2 there).
- * Broken folders are refused naming file and tensor.
+ * {@code convert --to gguf} of each folder gives the dequantised twin's floats bit for bit. Broken folders are refused
+ * naming file and tensor.
  */
 class MlxFpModelTest {
     @TempDir static Path dir;
@@ -184,6 +185,16 @@ class MlxFpModelTest {
         ReferenceTransformer reference;
         try (GgufFile file = GgufFile.open(gguf)) {
             reference = ReferenceTransformer.load(file);
+        }
+        // convert --to gguf dequantises the quantised folder itself: the same floats, bit for bit
+        Path converted = dir.resolve(folders[0].getFileName() + ".gguf");
+        ModelConverter.toGguf(folders[0], converted, GgmlType.F32, (a, b) -> {});
+        try (GgufFile a = GgufFile.open(gguf); GgufFile b = GgufFile.open(converted)) {
+            assertEquals(a.tensors().size(), b.tensors().size());
+            for (var t : a.tensors()) {
+                var u = b.tensors().stream().filter(x -> x.name().equals(t.name())).findFirst().orElseThrow();
+                assertEquals(-1, t.data().mismatch(u.data()), t.name() + " converted from " + folders[0].getFileName());
+            }
         }
         try (LoadedModel engine = LoadedModel.load(folders[0], 2, LoadProgress.NONE)) {
             assertTrue(engine.info().tensorTypes().containsKey(typeName), engine.info().tensorTypes().toString());
