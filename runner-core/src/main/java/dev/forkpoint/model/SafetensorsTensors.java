@@ -224,6 +224,36 @@ final class SafetensorsTensors implements ModelTensors {
         return f == null ? Map.of() : f.metadata();
     }
 
+    /**
+     * The first tensor holding a NaN or infinite value, by its bits: plain floats (F32, F16, BF16, affine scales and
+     * biases too), and the E8M0 scale bytes of mxfp4 and mxfp8 modules, where MLX reads 255 as +∞. (E4M3 has no
+     * NaN or infinity in MLX.) Modules whose quantisation cannot be read are skipped; loading names them.
+     */
+    public Optional<String> firstNonFinite() {
+        for (SafetensorsTensor t : shards.tensors()) {
+            long i = switch (t.dtype()) {
+                case F32 -> NonFiniteScan.f32(t.data());
+                case F16 -> NonFiniteScan.f16(t.data());
+                case BF16 -> NonFiniteScan.bf16(t.data());
+                default -> -1;
+            };
+            if (i < 0 && t.name().endsWith(".scales") && (t.dtype() == SafetensorsDtype.U8 || t.dtype() == SafetensorsDtype.F8_E8M0)) {
+                Optional<SafetensorsTensor> w = shards.find(t.name().substring(0, t.name().length() - ".scales".length()) + ".weight");
+                Quantized q = null;
+                try {
+                    q = w.map(this::quantized).orElse(null);
+                } catch (dev.forkpoint.InvalidInputException e) {
+                    // not readable: the load reports it
+                }
+                if (q != null && q.format instanceof FpFormat f && f.scale() == dev.forkpoint.tensor.MiniFloat.E8M0) {
+                    i = NonFiniteScan.byteValue(t.data(), (byte) 0xFF);
+                }
+            }
+            if (i >= 0) return Optional.of(t.name() + " (" + t.dtype() + "): element " + i);
+        }
+        return Optional.empty();
+    }
+
     /** "F32" → 3, "affine 4-bit g64" → 112, "mxfp4" → 35: for show. */
     Map<String, Integer> types() {
         Map<String, Integer> types = new java.util.TreeMap<>();

@@ -245,6 +245,23 @@ class MlxFpModelTest {
     }
 
     @Test
+    void anInfiniteE8m0ScaleIsNamedWhenNoLogitIsFinite() throws IOException {
+        Path good = dir.resolve("LLAMA-mxfp4-errors");
+        if (!Files.exists(good)) build(f32Folder(RandomModels.Variant.LLAMA), "LLAMA-mxfp4-errors", new Fp(FpFormat.MXFP4), Map.of());
+        Map<String, Entry> t = read(good);
+        String scales = "model.layers.0.self_attn.v_proj.scales";
+        byte[] b = t.get(scales).data();
+        java.util.Arrays.fill(b, 0, b.length / 2, (byte) 0xFF);   // MLX reads e8m0 255 as +∞: these rows become ±∞ and NaN
+        Path bad = dir.resolve("bad-infinite-scale");
+        write(bad, good, t, c -> {});
+        try (LoadedModel m = LoadedModel.load(bad, 1, LoadProgress.NONE)) {
+            var e = assertThrows(ModelFormatException.class,
+                    () -> m.generate(GenerationRequest.of("abc", SamplingOptions.greedy().withNumPredict(2)), s -> {}));
+            assertTrue(e.getMessage().contains(scales) && e.getMessage().contains("element 0"), e.getMessage());
+        }
+    }
+
+    @Test
     void brokenFpFoldersAreRefusedNamingFileAndTensor() throws IOException {
         String scales = "model.layers.0.mlp.gate_proj.scales";
         refused("scale-count", t -> {

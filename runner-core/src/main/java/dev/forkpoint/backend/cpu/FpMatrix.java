@@ -93,7 +93,6 @@ final class FpMatrix implements PackedMatrix {
     private static final VectorShuffle<Float> ZIP_LOW = VectorShuffle.fromOp(F, j -> (j & 1) == 0 ? j / 2 : L + j / 2);
     private static final VectorShuffle<Float> ZIP_HIGH = VectorShuffle.fromOp(F, j -> (j & 1) == 0 ? L / 2 + j / 2 : L + L / 2 + j / 2);
 
-    private final FpTensor tensor;
     private final MemorySegment packed;
     private final MemorySegment scales;
     private final FpFormat format;
@@ -103,7 +102,6 @@ final class FpMatrix implements PackedMatrix {
     private final long rowBytes;
 
     FpMatrix(FpTensor t) {
-        this.tensor = t;
         this.packed = t.packed();
         this.scales = t.scales();
         this.format = t.format();
