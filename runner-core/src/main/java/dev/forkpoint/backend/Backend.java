@@ -2,7 +2,9 @@ package dev.forkpoint.backend;
 
 import dev.forkpoint.format.gguf.GgufTensor;
 import dev.forkpoint.kvcache.SequenceKv;
+import dev.forkpoint.InvalidInputException;
 import dev.forkpoint.tensor.AffineTensor;
+import dev.forkpoint.tensor.FpTensor;
 
 /** A compute backend: it holds weights, creates KV stores over kv-cache sequences and implements the ops. */
 public interface Backend extends AutoCloseable {
@@ -17,6 +19,16 @@ public interface Backend extends AutoCloseable {
      * weight, read in place. Refuses formats it cannot compute with, naming the tensor.
      */
     Weight weight(AffineTensor tensor);
+
+    /**
+     * Prepares a matrix in one of MLX's floating-point quantisation formats (mxfp4, nvfp4, mxfp8: codes and scale bytes
+     * as an MLX model stores them) as a weight, read in place. A backend without kernels for them refuses, naming the
+     * tensor; this default does.
+     */
+    default Weight weight(FpTensor tensor) {
+        throw new InvalidInputException("tensor " + tensor.name() + " is " + tensor.format().typeName()
+                + "-quantised, which the " + name() + " backend does not support");
+    }
 
     /** A view of one kv-cache sequence (its pool's layout gives layers, kvDim and element type) for this backend's attention. */
     KvStore newKvStore(SequenceKv sequence);

@@ -3,6 +3,7 @@ package dev.forkpoint.convert;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.forkpoint.InvalidInputException;
 import dev.forkpoint.format.ModelFormatException;
+import dev.forkpoint.format.hf.MlxModuleQuantization;
 import dev.forkpoint.format.gguf.MetadataValue;
 import dev.forkpoint.format.safetensors.SafetensorsDtype;
 import dev.forkpoint.format.safetensors.SafetensorsShards;
@@ -10,6 +11,10 @@ import dev.forkpoint.format.safetensors.SafetensorsTensor;
 import dev.forkpoint.tensor.AffineCodec;
 import dev.forkpoint.tensor.AffineFormat;
 import dev.forkpoint.tensor.AffineTensor;
+import dev.forkpoint.tensor.FpCodec;
+import dev.forkpoint.tensor.FpFormat;
+import dev.forkpoint.tensor.FpTensor;
+import dev.forkpoint.tensor.MlxFormat;
 import dev.forkpoint.tensor.GgmlType;
 import dev.forkpoint.tensor.Quantization;
 
@@ -27,8 +32,9 @@ import java.util.Set;
 /**
  * A Hugging Face or mlx-community model folder: {@code config.json}, safetensors weights (one file or shards by
  * {@code model.safetensors.index.json}) and tokenizer files. Plain weights may be F32, F16 or BF16; MLX-quantised
- * modules ({@code X.weight} U32 codes with {@code X.scales} and {@code X.biases}) are read with the bits and group
- * size config.json's {@code quantization} gives them (per module, else the default), checked against the shapes.
+ * modules ({@code X.weight} U32 codes with {@code X.scales}, and {@code X.biases} in the affine mode; mxfp4, nvfp4 and
+ * mxfp8 have none) are read with the mode, bits and group size config.json's {@code quantization} gives them
+ * ({@link MlxModuleQuantization}), checked against the shapes, and dequantised as MLX does.
  * Every weight's shape is checked against config.json; errors name the tensor and its file.
  */
 final class FolderSource implements SourceModel {
@@ -61,7 +67,7 @@ final class FolderSource implements SourceModel {
             var scales = shards.find(module + ".scales");
             SourceTensor st;
             if (name.endsWith(".weight") && scales.isPresent()) {
-                st = affine(t, scales.get(), shards.tensor(module + ".biases"), module, quantization);
+                st = quantised(t, scales.get(), module, quantization, folder.resolve("config.json"));
             } else {
                 st = plain(t);
             }
@@ -114,32 +120,37 @@ final class FolderSource implements SourceModel {
                 (row, dst) -> Quantization.dequantize(type, t.data(), row * rowBytes, dst, 0, cols));
     }
 
-    private static SourceTensor affine(SafetensorsTensor w, SafetensorsTensor s, SafetensorsTensor b, String module, JsonNode q) {
-        if (q == null) {
-            throw new ModelFormatException(w.file(), "tensor " + module + ".scales", "the module is quantised but config.json has no quantization block");
-        }
-        JsonNode m = q.get(module);
-        JsonNode spec = m != null && m.isObject() ? m : q;
-        if (!spec.path("bits").isIntegralNumber() || !spec.path("group_size").isIntegralNumber()) {
-            throw new ModelFormatException(w.file(), "tensor " + module + ".weight", "config.json's quantization gives no bits and group_size for it");
-        }
-        String mode = spec.path("mode").asText(q.path("mode").asText("affine"));
-        if (!mode.equals("affine")) {
-            throw new ModelFormatException(w.file(), "tensor " + module + ".weight", "quantization mode \"" + mode + "\" is not supported (only affine)");
-        }
-        AffineFormat f;
-        try {
-            f = new AffineFormat(spec.get("bits").asInt(), spec.get("group_size").asInt());
-        } catch (InvalidInputException e) {
-            throw new ModelFormatException(w.file(), "tensor " + module + ".weight", e.getMessage());
-        }
+    /** A quantised module (MLX affine or mxfp4 / nvfp4 / mxfp8), dequantised row by row as MLX does. */
+    private SourceTensor quantised(SafetensorsTensor w, SafetensorsTensor s, String module, JsonNode q, Path configFile) {
+        MlxFormat format = MlxModuleQuantization.of(q, module, configFile).format(configFile, w.file(), w.name());
         if (w.dtype() != SafetensorsDtype.U32 || w.shape().length != 2) {
             throw new ModelFormatException(w.file(), "tensor " + w.name(), "a quantised weight must be U32 [rows, cols·bits/32], found "
                     + w.dtype() + " " + w.shapeString());
         }
         int rows = Math.toIntExact(w.shape()[0]);
-        long cols = w.shape()[1] * 32 / f.bits();
-        long[] groups = {rows, cols / f.groupSize()};
+        long cols = w.shape()[1] * 32 / format.bits();
+        long[] groups = {rows, cols / format.groupSize()};
+        if (format instanceof FpFormat f) {
+            if (!Arrays.equals(s.shape(), groups) || (s.dtype() != SafetensorsDtype.U8 && s.dtype() != SafetensorsDtype.F8_E8M0
+                    && s.dtype() != SafetensorsDtype.F8_E4M3) || cols % f.groupSize() != 0) {
+                throw new ModelFormatException(s.file(), "tensor " + s.name(), "expected U8 " + Arrays.toString(groups) + " for "
+                        + f.typeName() + " codes of shape " + w.shapeString() + ", found " + s.dtype() + " " + s.shapeString());
+            }
+            var biases = shards.find(module + ".biases");
+            if (biases.isPresent()) {
+                throw new ModelFormatException(biases.get().file(), "tensor " + module + ".biases", "present, but " + f.typeName() + " has no biases");
+            }
+            FpTensor t;
+            try {
+                t = new FpTensor(w.name(), rows, Math.toIntExact(cols), f, w.data(), s.data());
+            } catch (InvalidInputException e) {
+                throw new ModelFormatException(w.file(), "tensor " + w.name(), e.getMessage());
+            }
+            return new SourceTensor(w.name(), new long[]{rows, cols}, null, w.file() + ": " + w.name(),
+                    (row, dst) -> FpCodec.dequantizeRow(t, row, dst, 0));
+        }
+        AffineFormat f = (AffineFormat) format;
+        SafetensorsTensor b = shards.tensor(module + ".biases");
         for (SafetensorsTensor x : new SafetensorsTensor[]{s, b}) {
             if (!Arrays.equals(x.shape(), groups) || x.dtype().ggmlType() == null || x.dtype() != s.dtype()) {
                 throw new ModelFormatException(x.file(), "tensor " + x.name(), "expected " + s.dtype() + " " + Arrays.toString(groups)

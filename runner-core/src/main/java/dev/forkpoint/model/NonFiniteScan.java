@@ -35,4 +35,11 @@ final class NonFiniteScan {
         for (long i = 0; i < n; i++) if ((data.get(I16, 2 * i) & 0x7F80) == 0x7F80) return i;
         return -1;
     }
+
+    /** The index of the first byte of {@code data} equal to {@code value} (an E8M0 scale of 255 is +∞ in MLX), or -1. */
+    static long byteValue(MemorySegment data, byte value) {
+        long n = data.byteSize();
+        for (long i = 0; i < n; i++) if (data.get(ValueLayout.JAVA_BYTE, i) == value) return i;
+        return -1;
+    }
 }

@@ -6,13 +6,17 @@ import dev.forkpoint.backend.Weight;
 import dev.forkpoint.format.ModelFormatException;
 import dev.forkpoint.format.gguf.GgufTensor;
 import dev.forkpoint.format.hf.HfTensorNames;
+import dev.forkpoint.format.hf.MlxModuleQuantization;
 import dev.forkpoint.format.safetensors.SafetensorsDtype;
 import dev.forkpoint.format.safetensors.SafetensorsFile;
 import dev.forkpoint.format.safetensors.SafetensorsShards;
 import dev.forkpoint.format.safetensors.SafetensorsTensor;
 import dev.forkpoint.tensor.AffineFormat;
 import dev.forkpoint.tensor.AffineTensor;
+import dev.forkpoint.tensor.FpFormat;
+import dev.forkpoint.tensor.FpTensor;
 import dev.forkpoint.tensor.GgmlType;
+import dev.forkpoint.tensor.MlxFormat;
 
 import java.nio.file.Path;
 import java.util.HashMap;
@@ -24,16 +28,19 @@ import java.util.Optional;
  * The tensors of a Hugging Face / MLX folder under their GGUF names. A module {@code P} is quantised when its
  * {@code P.weight} is U32 and has scales beside it, in one of two layouts:
  * <ul>
- *   <li>mlx-community: {@code P.scales}, {@code P.biases}; bits and group size from config.json's
- *       {@code quantization} (a per-module entry {@code "P": {group_size, bits}} overrides the default);</li>
+ *   <li>MLX (mlx-community, mlx-lm): {@code P.scales}, and {@code P.biases} in the affine mode; mode, bits and group
+ *       size from config.json's {@code quantization} ({@code mode} affine, mxfp4, nvfp4 or mxfp8, default affine),
+ *       per module as mlx-lm applies it ({@link MlxModuleQuantization});</li>
  *   <li>Ollama's tensor blobs: {@code P.weight.scale}, {@code P.weight.bias}; bits from the blob's
- *       {@code __metadata__.quant_type} (int4, int8) and {@code group_size}.</li>
+ *       {@code __metadata__.quant_type} (int4, int8) and {@code group_size}; affine only.</li>
  * </ul>
- * Only the affine mode is supported; other modes are refused at load naming the tensor. The group size the shapes
- * imply must agree with the configured one. Plain tensors must be F32, F16 or BF16.
+ * The shapes must fit the format exactly: codes U32 [out, in·bits/32], scales [out, in/group] (F32, F16 or BF16
+ * for affine, with biases of the same type and shape; U8 bytes, or safetensors' own F8_E8M0 / F8_E4M3 for the
+ * fp modes, which have no biases and, here, no global scale). Every refusal names the file and the tensor (or the
+ * config key). Plain tensors must be F32, F16 or BF16.
  */
 final class SafetensorsTensors implements ModelTensors {
-    private static final String SUPPORTED_MODES = "affine (bits 2, 3, 4, 5, 6, 8; group sizes 32, 64, 128)";
+    private static final String SUPPORTED_MODES = MlxModuleQuantization.SUPPORTED;
 
     private final Path path;
     private final SafetensorsShards shards;
@@ -49,8 +56,8 @@ final class SafetensorsTensors implements ModelTensors {
         for (SafetensorsFile f : shards.files()) for (SafetensorsTensor t : f.tensors()) fileOf.put(t.name(), f);
     }
 
-    /** A module's quantised parts. */
-    private record Quantized(SafetensorsTensor packed, SafetensorsTensor scales, SafetensorsTensor biases, AffineFormat format,
+    /** A module's quantised parts (biases null for the fp modes). */
+    private record Quantized(SafetensorsTensor packed, SafetensorsTensor scales, SafetensorsTensor biases, MlxFormat format,
                              int rows, int cols) {}
 
     public Path path() { return path; }
@@ -81,8 +88,11 @@ final class SafetensorsTensors implements ModelTensors {
                 + HfTensorNames.toHf(name).map(h -> " (" + h + ")").orElse(""), "missing"));
         Quantized q = quantized(t);
         if (q != null) {
-            return backend.weight(new AffineTensor(name, q.rows, q.cols, q.format, q.packed.data(), q.scales.dtype().ggmlType(),
-                    q.scales.data(), q.biases.data()));
+            return switch (q.format) {
+                case AffineFormat a -> backend.weight(new AffineTensor(name, q.rows, q.cols, a, q.packed.data(),
+                        q.scales.dtype().ggmlType(), q.scales.data(), q.biases.data()));
+                case FpFormat f -> backend.weight(new FpTensor(name, q.rows, q.cols, f, q.packed.data(), q.scales.data()));
+            };
         }
         SafetensorsFile.requireReadable(t);
         GgmlType type = t.dtype().ggmlType();
@@ -105,16 +115,59 @@ final class SafetensorsTensors implements ModelTensors {
         Optional<SafetensorsTensor> mlxScales = shards.find(module + ".scales");
         Optional<SafetensorsTensor> blobScales = shards.find(w.name() + ".scale");
         if (mlxScales.isEmpty() && blobScales.isEmpty()) return null;
-        boolean mlx = mlxScales.isPresent();
-        SafetensorsTensor scales = mlx ? mlxScales.get() : blobScales.get();
-        int bits = mlx ? configuredBits(module) : blobBits(w);   // refuses other modes first, naming them
-        String biasName = mlx ? module + ".biases" : w.name() + ".bias";
-        SafetensorsTensor biases = shards.find(biasName).orElseThrow(() -> new ModelFormatException(w.file(), "tensor " + biasName,
-                "missing: " + scales.name() + " is present, and only the affine mode (scales and biases) is supported"));
+        if (mlxScales.isEmpty()) return blobAffine(w, blobScales.get());
+        SafetensorsTensor scales = mlxScales.get();
+        MlxModuleQuantization mq = MlxModuleQuantization.of(quantization, module, configFile);   // refuses unknown modes first
+        MlxFormat format = mq.format(configFile, w.file(), w.name());
+        if (format instanceof AffineFormat a) {
+            String biasName = module + ".biases";
+            SafetensorsTensor biases = shards.find(biasName).orElseThrow(() -> new ModelFormatException(w.file(), "tensor " + biasName,
+                    "missing: " + scales.name() + " is present, and the affine mode (" + mq.key() + ") needs scales and biases"));
+            return affine(w, scales, biases, a.bits(), a.groupSize(), mq.key());
+        }
+        FpFormat f = (FpFormat) format;
+        requirePacked(w);
+        for (String extra : List.of(module + ".biases", module + ".global_scale")) {
+            Optional<SafetensorsTensor> t = shards.find(extra);
+            if (t.isPresent()) {
+                throw new ModelFormatException(t.get().file(), "tensor " + extra, "present, but module " + module + " is " + f.typeName()
+                        + " (" + mq.key() + "), which has " + (extra.endsWith("biases") ? "no biases" : "no global scale supported here"));
+            }
+        }
+        SafetensorsDtype own = f.scale() == dev.forkpoint.tensor.MiniFloat.E8M0 ? SafetensorsDtype.F8_E8M0 : SafetensorsDtype.F8_E4M3;
+        if ((scales.dtype() != SafetensorsDtype.U8 && scales.dtype() != own) || scales.shape().length != 2 || scales.shape()[0] != w.shape()[0]) {
+            throw new ModelFormatException(scales.file(), "tensor " + scales.name(), "expected " + f.typeName() + " scales U8 (or " + own
+                    + ") [" + w.shape()[0] + ", groups], found " + scales.dtype() + " " + scales.shapeString());
+        }
+        long cols = w.shape()[1] * 32 / f.bits();
+        if (scales.shape()[1] * f.groupSize() != cols) {
+            throw new ModelFormatException(scales.file(), "tensor " + scales.name(), scales.shapeString() + " does not fit "
+                    + w.name() + " " + w.shapeString() + ": " + cols + " columns at " + f.bits() + " bits need " + cols / f.groupSize()
+                    + (cols % f.groupSize() == 0 ? "" : "+") + " scales per row of " + f.typeName() + " groups of " + f.groupSize()
+                    + " (the mode config.json's " + mq.key() + " gives)");
+        }
+        return new Quantized(w, scales, null, f, Math.toIntExact(w.shape()[0]), Math.toIntExact(cols));
+    }
+
+    private static void requirePacked(SafetensorsTensor w) {
         if (w.dtype() != SafetensorsDtype.U32 || w.shape().length != 2) {
             throw new ModelFormatException(w.file(), "tensor " + w.name(), "a quantised weight must be U32 [out, in·bits/32], found "
                     + w.dtype() + " " + w.shapeString());
         }
+    }
+
+    /** An Ollama tensor blob's affine parts ({@code P.weight.scale}, {@code P.weight.bias}, bits from its metadata). */
+    private Quantized blobAffine(SafetensorsTensor w, SafetensorsTensor scales) {
+        int bits = blobBits(w);   // refuses other quant types first, naming them
+        String biasName = w.name() + ".bias";
+        SafetensorsTensor biases = shards.find(biasName).orElseThrow(() -> new ModelFormatException(w.file(), "tensor " + biasName,
+                "missing: " + scales.name() + " is present, and only the affine mode (scales and biases) is supported"));
+        return affine(w, scales, biases, bits, -1, null);
+    }
+
+    /** Affine parts checked against each other; {@code configured} is the group size config.json gives (−1: a blob's). */
+    private Quantized affine(SafetensorsTensor w, SafetensorsTensor scales, SafetensorsTensor biases, int bits, int configured, String key) {
+        requirePacked(w);
         for (SafetensorsTensor s : List.of(scales, biases)) {
             if (s.dtype().ggmlType() == null || s.shape().length != 2 || s.shape()[0] != w.shape()[0]) {
                 throw new ModelFormatException(s.file(), "tensor " + s.name(), "expected F32/F16/BF16 [" + w.shape()[0]
@@ -132,10 +185,10 @@ final class SafetensorsTensors implements ModelTensors {
                     + " bits does not divide into the " + groups + " groups of " + scales.name());
         }
         int group = Math.toIntExact(cols / groups);
-        int configured = mlx ? configuredGroup(module) : blobGroup(w, group);
-        if (configured != group) {
+        int expected = configured > 0 ? configured : blobGroup(w, group);
+        if (expected != group) {
             throw new ModelFormatException(w.file(), "tensor " + w.name(), "its shapes imply group size " + group + " at " + bits
-                    + " bits, but the configuration says " + configured);
+                    + " bits, but " + (key != null ? "config.json's " + key : "the configuration") + " says " + expected);
         }
         AffineFormat format;
         try {
@@ -144,41 +197,6 @@ final class SafetensorsTensors implements ModelTensors {
             throw new ModelFormatException(w.file(), "tensor " + w.name(), e.getMessage());
         }
         return new Quantized(w, scales, biases, format, Math.toIntExact(w.shape()[0]), Math.toIntExact(cols));
-    }
-
-    /** The module's entry in config.json's quantization: its own object, or the defaults. */
-    private JsonNode moduleQuantization(String module) {
-        if (quantization == null) {
-            throw new ModelFormatException(configFile, "quantization", "missing, but module " + module + " has scales");
-        }
-        JsonNode own = quantization.get(module);
-        if (own != null && own.isBoolean() && !own.asBoolean()) {
-            throw new ModelFormatException(configFile, "quantization." + module, "is false, but the module has scales");
-        }
-        JsonNode entry = own != null && own.isObject() ? own : quantization;
-        String mode = entry.path("mode").asText(quantization.path("mode").asText("affine"));
-        if (!mode.equals("affine")) {
-            throw new ModelFormatException(configFile, "quantization" + (entry == own ? "." + module : "") + ".mode",
-                    "mode \"" + mode + "\" is not supported; supported: " + SUPPORTED_MODES);
-        }
-        return entry;
-    }
-
-    private int configuredBits(String module) {
-        return configuredInt(module, "bits");
-    }
-
-    private int configuredGroup(String module) {
-        return configuredInt(module, "group_size");
-    }
-
-    private int configuredInt(String module, String field) {
-        JsonNode entry = moduleQuantization(module);
-        JsonNode v = entry.has(field) ? entry.get(field) : quantization.get(field);
-        if (v == null || !v.isIntegralNumber()) {
-            throw new ModelFormatException(configFile, "quantization." + field, "missing or not an integer (module " + module + ")");
-        }
-        return v.asInt();
     }
 
     private int blobBits(SafetensorsTensor w) {
@@ -206,13 +224,43 @@ final class SafetensorsTensors implements ModelTensors {
         return f == null ? Map.of() : f.metadata();
     }
 
-    /** "F32" → 3, "affine 4-bit g64" → 112: for show. */
+    /**
+     * The first tensor holding a NaN or infinite value, by its bits: plain floats (F32, F16, BF16, affine scales and
+     * biases too), and the E8M0 scale bytes of mxfp4 and mxfp8 modules, where MLX reads 255 as +∞. (E4M3 has no
+     * NaN or infinity in MLX.) Modules whose quantisation cannot be read are skipped; loading names them.
+     */
+    public Optional<String> firstNonFinite() {
+        for (SafetensorsTensor t : shards.tensors()) {
+            long i = switch (t.dtype()) {
+                case F32 -> NonFiniteScan.f32(t.data());
+                case F16 -> NonFiniteScan.f16(t.data());
+                case BF16 -> NonFiniteScan.bf16(t.data());
+                default -> -1;
+            };
+            if (i < 0 && t.name().endsWith(".scales") && (t.dtype() == SafetensorsDtype.U8 || t.dtype() == SafetensorsDtype.F8_E8M0)) {
+                Optional<SafetensorsTensor> w = shards.find(t.name().substring(0, t.name().length() - ".scales".length()) + ".weight");
+                Quantized q = null;
+                try {
+                    q = w.map(this::quantized).orElse(null);
+                } catch (dev.forkpoint.InvalidInputException e) {
+                    // not readable: the load reports it
+                }
+                if (q != null && q.format instanceof FpFormat f && f.scale() == dev.forkpoint.tensor.MiniFloat.E8M0) {
+                    i = NonFiniteScan.byteValue(t.data(), (byte) 0xFF);
+                }
+            }
+            if (i >= 0) return Optional.of(t.name() + " (" + t.dtype() + "): element " + i);
+        }
+        return Optional.empty();
+    }
+
+    /** "F32" → 3, "affine 4-bit g64" → 112, "mxfp4" → 35: for show. */
     Map<String, Integer> types() {
         Map<String, Integer> types = new java.util.TreeMap<>();
         for (SafetensorsTensor t : shards.tensors()) {
             if (isAuxiliary(t.name())) continue;
             Quantized q = HfTensorNames.toGguf(t.name()).isPresent() ? quantized(t) : null;
-            types.merge(q == null ? t.dtype().name() : "affine " + q.format.bits() + "-bit g" + q.format.groupSize(), 1, Integer::sum);
+            types.merge(q == null ? t.dtype().name() : q.format.typeName(), 1, Integer::sum);
         }
         return types;
     }

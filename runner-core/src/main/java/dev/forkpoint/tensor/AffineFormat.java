@@ -11,7 +11,7 @@ import java.util.List;
  * read from the row's bytes or, equally, its little-endian uint32 words); every 8 codes fill exactly {@code bits}
  * bytes. Only the values MLX supports are accepted: bits ∈ {2, 3, 4, 5, 6, 8}, group size ∈ {32, 64, 128}.
  */
-public record AffineFormat(int bits, int groupSize) {
+public record AffineFormat(int bits, int groupSize) implements MlxFormat {
     /** The supported code widths. */
     public static final List<Integer> BITS = List.of(2, 3, 4, 5, 6, 8);
     /** The supported group sizes. */
@@ -32,19 +32,8 @@ public record AffineFormat(int bits, int groupSize) {
         return (1 << bits) - 1;
     }
 
-    /** Bytes of packed codes in a row of {@code cols} elements: cols·bits/8 (cols a multiple of the group size). */
-    public long packedBytesPerRow(int cols) {
-        return (long) cols * bits / 8;
-    }
-
-    /** uint32 words of packed codes in a row of {@code cols} elements (MLX's weight shape is [rows, this]). */
-    public long packedWordsPerRow(int cols) {
-        return (long) cols * bits / 32;
-    }
-
-    /** Groups (scale/bias pairs) in a row of {@code cols} elements. */
-    public int groupsPerRow(int cols) {
-        return cols / groupSize;
+    public MlxQuantMode mode() {
+        return MlxQuantMode.AFFINE;
     }
 
     /** "affine 4-bit g64": the name matrices of this format report as their type. */

@@ -6,6 +6,9 @@ import dev.forkpoint.format.gguf.GgufTensor;
 import dev.forkpoint.tensor.AffineCodec;
 import dev.forkpoint.tensor.AffineFormat;
 import dev.forkpoint.tensor.AffineTensor;
+import dev.forkpoint.tensor.FpCodec;
+import dev.forkpoint.tensor.FpFormat;
+import dev.forkpoint.tensor.FpTensor;
 import dev.forkpoint.tensor.GgmlType;
 import dev.forkpoint.tensor.Quantization;
 import org.openjdk.jmh.annotations.*;
@@ -21,7 +24,8 @@ import java.util.concurrent.TimeUnit;
  * 2·rows·cols·tokens / time). Weights are seeded Gaussian values quantised with {@link Quantization}, held off-heap
  * like a mapped GGUF file. {@code MLX<bits>_G<group>} (e.g. MLX4_G64, MLX8_G64, MLX3_G32) is an MLX affine-quantised
  * matrix with BF16 scales and biases (as mlx-community models of BF16 originals store them), quantised with
- * {@link AffineCodec}.
+ * {@link AffineCodec}; {@code MXFP4}, {@code NVFP4} and {@code MXFP8} are MLX's floating-point modes, quantised with
+ * {@link FpCodec} (MLX's rule).
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
@@ -30,7 +34,7 @@ import java.util.concurrent.TimeUnit;
 @Measurement(iterations = 5, time = 2)
 @Fork(value = 1, jvmArgsAppend = {"--add-modules", "jdk.incubator.vector", "-Djdk.incubator.vector.VECTOR_ACCESS_OOB_CHECK=0"})
 public class MatmulBench {
-    @Param({"Q8_0", "Q4_0", "Q4_K", "Q6_K", "F16", "BF16", "F32", "MLX4_G64", "MLX8_G64"})
+    @Param({"Q8_0", "Q4_0", "Q4_K", "Q6_K", "F16", "BF16", "F32", "MLX4_G64", "MLX8_G64", "MXFP4", "NVFP4", "MXFP8"})
     public String type;
 
     /** rows × cols: 2048×8192 is ffn_down, 8192×2048 ffn_gate/ffn_up of Llama-3.2-1B. */
@@ -61,6 +65,10 @@ public class MatmulBench {
             setUpAffine(rows, cols);
             return;
         }
+        if (type.endsWith("FP4") || type.endsWith("FP8")) {
+            setUpFp(rows, cols);
+            return;
+        }
         GgmlType t = GgmlType.parse(type);
         MemorySegment seg = arena.allocate(t.bytesFor((long) rows * cols), 64);
         Random rnd = new Random(1);
@@ -84,6 +92,18 @@ public class MatmulBench {
         matrix = PackedMatrix.of(t);
         for (int i = 0; i < x.length; i++) x[i] = (float) rnd.nextGaussian();
         long bytes = t.packed().byteSize() + t.scales().byteSize() + t.biases().byteSize();
+        System.out.printf("%n[%s %s] matrix bytes: %d, flops per call: %d%n", type, shape, bytes, 2L * rows * cols * tokens);
+    }
+
+    private void setUpFp(int rows, int cols) {
+        FpFormat f = FpFormat.valueOf(type);
+        Random rnd = new Random(1);
+        float[] w = new float[rows * cols];
+        for (int i = 0; i < w.length; i++) w[i] = (float) (rnd.nextGaussian() * 0.02);
+        FpTensor t = FpCodec.quantize(w, rows, cols, f).toTensor("bench.weight", arena);
+        matrix = PackedMatrix.of(t);
+        for (int i = 0; i < x.length; i++) x[i] = (float) rnd.nextGaussian();
+        long bytes = t.packed().byteSize() + t.scales().byteSize();
         System.out.printf("%n[%s %s] matrix bytes: %d, flops per call: %d%n", type, shape, bytes, 2L * rows * cols * tokens);
     }
 

@@ -1,5 +1,6 @@
 package dev.forkpoint.bench.jmh;
 
+import dev.forkpoint.tensor.FpFormat;
 import dev.forkpoint.tensor.GgmlType;
 
 import java.nio.charset.StandardCharsets;
@@ -25,7 +26,7 @@ public record WorkPerCall(long bytes, long flops, String bytesWhat) {
                     String[] dims = param.apply("shape").split("x");
                     long rows = Long.parseLong(dims[0]), cols = Long.parseLong(dims[1]);
                     long tokens = Long.parseLong(param.apply("tokens"));
-                    yield Optional.of(new WorkPerCall(GgmlType.parse(param.apply("type")).bytesFor(rows * cols),
+                    yield Optional.of(new WorkPerCall(matrixBytes(param.apply("type"), rows, cols),
                             2 * rows * cols * tokens, "weights"));
                 }
                 case "AttentionBench" -> {
@@ -50,6 +51,23 @@ public record WorkPerCall(long bytes, long flops, String bytesWhat) {
         } catch (RuntimeException e) {
             return Optional.empty();   // a parameter this table does not know (e.g. a type GgmlType cannot parse)
         }
+    }
+
+    /**
+     * Bytes of a MatmulBench matrix: a GGML type's blocks; MLX&lt;bits&gt;_G&lt;group&gt; packed codes plus a BF16 scale and
+     * bias per group; MXFP4, NVFP4, MXFP8 packed codes plus one scale byte per group.
+     */
+    static long matrixBytes(String type, long rows, long cols) {
+        if (type.startsWith("MLX")) {
+            String[] p = type.substring(3).split("_G");
+            long bits = Long.parseLong(p[0]), group = Long.parseLong(p[1]);
+            return rows * cols * bits / 8 + rows * (cols / group) * 4;
+        }
+        if (type.endsWith("FP4") || type.endsWith("FP8")) {
+            FpFormat f = FpFormat.valueOf(type);
+            return rows * cols * f.bits() / 8 + rows * (cols / f.groupSize());
+        }
+        return GgmlType.parse(type).bytesFor(rows * cols);
     }
 
     /** Bytes per second at {@code secondsPerCall}, in GB/s (10⁹). */

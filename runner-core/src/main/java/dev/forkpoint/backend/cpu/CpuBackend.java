@@ -7,6 +7,7 @@ import dev.forkpoint.backend.Weight;
 import dev.forkpoint.format.gguf.GgufTensor;
 import dev.forkpoint.kvcache.SequenceKv;
 import dev.forkpoint.tensor.AffineTensor;
+import dev.forkpoint.tensor.FpTensor;
 import dev.forkpoint.tensor.GgmlType;
 import dev.forkpoint.tensor.Quantization;
 
@@ -38,6 +39,11 @@ public final class CpuBackend implements Backend {
 
     public Weight weight(AffineTensor t) {
         AffineMatrix m = new AffineMatrix(t);
+        return new CpuWeight(t.name(), m.typeName(), m.rows(), m.cols(), m, null);
+    }
+
+    public Weight weight(FpTensor t) {
+        FpMatrix m = new FpMatrix(t);
         return new CpuWeight(t.name(), m.typeName(), m.rows(), m.cols(), m, null);
     }
 

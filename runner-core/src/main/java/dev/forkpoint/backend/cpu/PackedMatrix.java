@@ -3,6 +3,7 @@ package dev.forkpoint.backend.cpu;
 import dev.forkpoint.InvalidInputException;
 import dev.forkpoint.format.gguf.GgufTensor;
 import dev.forkpoint.tensor.AffineTensor;
+import dev.forkpoint.tensor.FpTensor;
 import dev.forkpoint.tensor.GgmlType;
 
 /**
@@ -10,7 +11,7 @@ import dev.forkpoint.tensor.GgmlType;
  * a copy): each row is {@code cols} elements stored contiguously in the matrix's type.
  */
 public interface PackedMatrix {
-    /** The stored type's name: a GGML type ("Q4_0", "F16") or an affine format ("affine 4-bit g64"). */
+    /** The stored type's name: a GGML type ("Q4_0", "F16"), an affine format ("affine 4-bit g64") or an fp one ("mxfp4"). */
     String typeName();
     int rows();
     int cols();
@@ -27,6 +28,11 @@ public interface PackedMatrix {
     /** The matrix view of an MLX affine-quantised tensor, read in place (its sizes were checked when it was made). */
     static PackedMatrix of(AffineTensor t) {
         return new AffineMatrix(t);
+    }
+
+    /** The matrix view of an MLX mxfp4 / nvfp4 / mxfp8 tensor, read in place (its sizes were checked when it was made). */
+    static PackedMatrix of(FpTensor t) {
+        return new FpMatrix(t);
     }
 
     /**
