@@ -25,7 +25,9 @@ class SamplerTest {
         assertEquals(0, s.sample(new float[]{-1, -1, -1, -1, -1, -1}, NONE, 0));
         float inf = Float.NEGATIVE_INFINITY, nan = Float.NaN;
         assertEquals(4, s.sample(new float[]{inf, nan, inf, nan, -1e30f, inf}, NONE, 0));
-        assertThrows(dev.forkpoint.InvalidInputException.class, () -> s.sample(new float[]{inf, nan, inf, nan, inf, inf}, NONE, 0));
+        // nothing to draw (a broken model, or penalties that push every token to -inf): a typed error, not an internal one
+        var none = assertThrows(dev.forkpoint.InvalidInputException.class, () -> s.sample(new float[]{inf, nan, inf, nan, inf, inf}, NONE, 0));
+        assertTrue(none.getMessage().contains("no usable logits"), none.getMessage());
         assertThrows(IllegalArgumentException.class, () -> s.sample(new float[5], NONE, 0));
     }
 
