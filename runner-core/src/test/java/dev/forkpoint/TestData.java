@@ -11,6 +11,8 @@ public final class TestData {
 
     /** The shared folder, or a skipped test when it is not there. */
     public static Path shared() {
+        String given = System.getProperty("forkpoint.shared", "");   // bench fuzz's children run elsewhere and say where
+        if (!given.isEmpty() && Files.isDirectory(Path.of(given).resolve("models"))) return Path.of(given);
         Path dir = Path.of("").toAbsolutePath();
         for (Path p = dir; p != null; p = p.getParent()) {
             Path candidate = p.resolveSibling("shared");

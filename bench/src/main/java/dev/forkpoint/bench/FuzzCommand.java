@@ -100,6 +100,18 @@ final class FuzzCommand implements Callable<Integer> {
         return 0;
     }
 
+    /**
+     * The test data folder ({@code ../shared} beside the project, looked for upwards from where this command runs), for
+     * the children: they run in the output folder, which may lie anywhere. Empty when there is none.
+     */
+    static String sharedFolder() {
+        for (Path p = Path.of("").toAbsolutePath(); p != null; p = p.getParent()) {
+            Path candidate = p.resolveSibling("shared");
+            if (Files.isDirectory(candidate.resolve("models"))) return candidate.toString();
+        }
+        return "";
+    }
+
     /** Runs one target in a child JVM and reads what it did. */
     FuzzOutcome run(FuzzTargets.Target t, Path outDir, Path seedDir, long seconds) throws IOException, InterruptedException {
         Path corpus = Files.createDirectories(outDir.resolve("corpus").resolve(t.name()));
@@ -110,7 +122,8 @@ final class FuzzCommand implements Callable<Integer> {
         String java = ProcessHandle.current().info().command().orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         List<String> cmd = new ArrayList<>(List.of(java, "-Xmx" + heap, "--add-modules", "jdk.incubator.vector",
                 "--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow", "-XX:+EnableDynamicAgentLoading",
-                "-XX:+UseParallelGC", "-cp", System.getProperty("java.class.path"), "com.code_intelligence.jazzer.Jazzer",
+                "-XX:+UseParallelGC", "-Dforkpoint.shared=" + sharedFolder(), "-cp", System.getProperty("java.class.path"),
+                "com.code_intelligence.jazzer.Jazzer",
                 "--target_class=" + t.className(), "--target_method=" + t.method(),
                 "--instrumentation_includes=dev.forkpoint.**:com.fasterxml.jackson.**:com.hubspot.jinjava.**",
                 // tokenizer files carry regular expressions by design (see runner-core's junit-platform.properties)
