@@ -164,7 +164,6 @@ public final class ForkpointServer implements ServerCore, AutoCloseable {
     private void dispatch(Context ctx, HandlerType method, String path, List<Route> list) {
         long t0 = System.nanoTime();
         ctx.attribute("forkpoint.handled", Boolean.TRUE);
-        ctx.attribute(RequestBody.LIMIT, config.maxBodyBytes());
         ctx.attribute(RequestBody.READER, bodies);
         Route route = fallback(list);
         String outcome = null;

@@ -23,7 +23,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 public final class RequestBody {
     private static final String BYTES = "forkpoint.body";
     private static final String TREE = "forkpoint.tree";
-    static final String LIMIT = "forkpoint.bodyLimit";
     static final String READER = "forkpoint.bodyReader";
 
     private RequestBody() {}
@@ -38,24 +37,14 @@ public final class RequestBody {
             this.maxBytes = maxBytes;
             this.guards = guards;
         }
-
-        /** Bodies being read now, over all clients (for tests and metrics). */
-        int inFlight() {
-            int n = 0;
-            for (AtomicInteger c : inFlight.values()) n += c.get();
-            return n;
-        }
     }
 
     /** The raw body bytes. */
     public static byte[] bytes(Context ctx) {
         byte[] cached = ctx.attribute(BYTES);
         if (cached != null) return cached;
-        Reader reader = ctx.attribute(READER);
-        if (reader == null) {
-            Long limitAttr = ctx.attribute(LIMIT);
-            reader = new Reader(limitAttr == null ? ServerConfig.DEFAULT_MAX_BODY_BYTES : limitAttr, RequestGuards.defaults());
-        }
+        Reader reader = ctx.attribute(READER);   // set by the server for every route
+        if (reader == null) reader = new Reader(ServerConfig.DEFAULT_MAX_BODY_BYTES, RequestGuards.defaults());
         long limit = reader.maxBytes;
         long declared = ctx.req().getContentLengthLong();
         if (declared > limit) throw new PayloadTooLargeException(limit);

@@ -53,38 +53,39 @@ class QueueFullTest {
                     HttpResponse.BodyHandlers.ofString());
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
             while (h.stats().running() == 0 && System.nanoTime() < deadline) Thread.sleep(1);
+            // paced until the lock is held: unpaced, the 200 tokens could finish before the test takes it
+            synchronized (model) {
+                assertEquals(1, h.stats().running(), "one generation runs");
+                assertFalse(running.isDone(), "and has not finished");
+                String m = "\"model\":\"stories260K\"";
+                String msgs = ",\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]";
+
+                JsonNode ollama = busy("/api/generate", "{" + m + ",\"prompt\":\"Hi\",\"stream\":true}", "application/json");
+                assertTrue(ollama.get("error").isTextual() && !ollama.get("error").asText().isEmpty(), ollama.toString());
+                assertEquals(1, ollama.size(), "Ollama's error is {\"error\":\"…\"}: " + ollama);
+                assertTrue(busy("/api/chat", "{" + m + msgs + "}", "application/json").get("error").isTextual());
+
+                JsonNode openai = busy("/v1/chat/completions", "{" + m + ",\"stream\":true" + msgs + "}", "application/json");
+                assertEquals("server_error", openai.get("error").get("type").asText(), openai.toString());
+                assertEquals("overloaded", openai.get("error").get("code").asText());
+                assertFalse(openai.get("error").get("message").asText().isEmpty());
+                assertEquals("server_error", busy("/v1/completions", "{" + m + ",\"prompt\":\"Hi\"}", "application/json")
+                        .get("error").get("type").asText());
+
+                JsonNode anthropic = busy("/v1/messages", "{" + m + ",\"stream\":true,\"max_tokens\":8" + msgs + "}", "application/json");
+                assertEquals("error", anthropic.get("type").asText(), anthropic.toString());
+                assertEquals("overloaded_error", anthropic.get("error").get("type").asText());
+                assertFalse(anthropic.get("error").get("message").asText().isEmpty());
+
+                HttpResponse<String> runner = h.post("/v1/completions", "{\"Prompt\":\"Hi\",\"Options\":{\"num_predict\":4}}");
+                assertEquals(503, runner.statusCode(), runner.body());
+                assertTrue(runner.headers().firstValue("Retry-After").isPresent());
+                assertTrue(runner.headers().firstValue("Content-Type").orElse("").startsWith("text/plain"));
+                assertFalse(runner.body().isBlank());
+                assertEquals(0, h.stats().queued(), "nothing was queued");
+            }
         } finally {
             h.probe().pace(0);
-        }
-        synchronized (model) {
-            assertEquals(1, h.stats().running(), "one generation runs");
-            assertFalse(running.isDone(), "and has not finished");
-            String m = "\"model\":\"stories260K\"";
-            String msgs = ",\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]";
-
-            JsonNode ollama = busy("/api/generate", "{" + m + ",\"prompt\":\"Hi\",\"stream\":true}", "application/json");
-            assertTrue(ollama.get("error").isTextual() && !ollama.get("error").asText().isEmpty(), ollama.toString());
-            assertEquals(1, ollama.size(), "Ollama's error is {\"error\":\"…\"}: " + ollama);
-            assertTrue(busy("/api/chat", "{" + m + msgs + "}", "application/json").get("error").isTextual());
-
-            JsonNode openai = busy("/v1/chat/completions", "{" + m + ",\"stream\":true" + msgs + "}", "application/json");
-            assertEquals("server_error", openai.get("error").get("type").asText(), openai.toString());
-            assertEquals("overloaded", openai.get("error").get("code").asText());
-            assertFalse(openai.get("error").get("message").asText().isEmpty());
-            assertEquals("server_error", busy("/v1/completions", "{" + m + ",\"prompt\":\"Hi\"}", "application/json")
-                    .get("error").get("type").asText());
-
-            JsonNode anthropic = busy("/v1/messages", "{" + m + ",\"stream\":true,\"max_tokens\":8" + msgs + "}", "application/json");
-            assertEquals("error", anthropic.get("type").asText(), anthropic.toString());
-            assertEquals("overloaded_error", anthropic.get("error").get("type").asText());
-            assertFalse(anthropic.get("error").get("message").asText().isEmpty());
-
-            HttpResponse<String> runner = h.post("/v1/completions", "{\"Prompt\":\"Hi\",\"Options\":{\"num_predict\":4}}");
-            assertEquals(503, runner.statusCode(), runner.body());
-            assertTrue(runner.headers().firstValue("Retry-After").isPresent());
-            assertTrue(runner.headers().firstValue("Content-Type").orElse("").startsWith("text/plain"));
-            assertFalse(runner.body().isBlank());
-            assertEquals(0, h.stats().queued(), "nothing was queued");
         }
         HttpResponse<String> done = running.get(60, TimeUnit.SECONDS);
         assertEquals(200, done.statusCode(), done.body());
