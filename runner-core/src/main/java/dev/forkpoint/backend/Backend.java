@@ -31,7 +31,18 @@ public interface Backend extends AutoCloseable {
     }
 
     /** A view of one kv-cache sequence (its pool's layout gives layers, kvDim and element type) for this backend's attention. */
-    KvStore newKvStore(SequenceKv sequence);
+    default KvStore newKvStore(SequenceKv sequence) {
+        return newKvStore(sequence, null);
+    }
+
+    /**
+     * A view of one kv-cache sequence that also keeps, when {@code recurrent} is not null, that layout's recurrent state
+     * (zeros at first): steps begin, commit and roll back KV and state together.
+     */
+    KvStore newKvStore(SequenceKv sequence, RecurrentLayout recurrent);
+
+    /** A weight from host values: a rows × cols matrix, or a vector when rows is 1 (norm weights adjusted at load). */
+    Weight weight(String name, float[] values, int rows, int cols);
 
     Ops ops();
 

@@ -27,4 +27,23 @@ public interface KvStore {
 
     /** Drops the open step's positions: the store returns to the last committed length. */
     void rollback();
+
+    /** The recurrent state this store keeps beside its KV (hybrid models), or null when it keeps none. */
+    default RecurrentLayout recurrentLayout() { return null; }
+
+    /**
+     * A copy of the committed recurrent state, the state after exactly {@link #length()} tokens; refused while a step
+     * is open. Only for stores with a {@link #recurrentLayout()}.
+     */
+    default RecurrentSnapshot snapshot() {
+        throw new IllegalStateException("this kv store keeps no recurrent state");
+    }
+
+    /**
+     * Replaces the committed recurrent state by a copy of {@code snapshot} (of this store's layout, from this backend);
+     * refused while a step is open. The caller truncates the KV to the snapshot's offset to match.
+     */
+    default void restore(RecurrentSnapshot snapshot) {
+        throw new IllegalStateException("this kv store keeps no recurrent state");
+    }
 }

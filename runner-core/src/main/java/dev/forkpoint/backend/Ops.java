@@ -50,6 +50,50 @@ public interface Ops {
     /** Rows {@code rows[0]}, {@code rows[1]}, … of x, in that order, as a rows.length-token activation. */
     Activation rows(Activation x, int[] rows);
 
+    // ---- hybrid (Gated DeltaNet) and mixture-of-experts parts ----
+
+    /** Columns {@code columns[0]}, {@code columns[1]}, … of every row of x, in that order (splits fused projections). */
+    Activation columns(Activation x, int[] columns);
+
+    /**
+     * Causal depthwise convolution over time, then SiLU, for linear layer {@code layer} of every segment's recurrent
+     * state. {@code kernel} is channels × K (row c: the K taps of channel c, the last one multiplying the current
+     * token). For each segment the window continues its carried state (the K−1 raw input rows before startPos; zeros
+     * for a fresh sequence): out[t,c] = silu(Σ_j kernel[c,j] · xin[t+j, c]) with xin = [state ; x rows]. The new
+     * window (the last K−1 raw rows of xin) is written to the open step's state, which the store's commit keeps and
+     * rollback drops.
+     */
+    Activation causalConv1dSilu(Activation x, Weight kernel, List<Segment> segments, int layer);
+
+    /** Each head of {@code headDim} values of every row: x / √(Σx² + eps) · scale (Gated DeltaNet's q/k norm). */
+    Activation l2NormHeads(Activation x, int headDim, float eps, float scale);
+
+    /**
+     * The gated delta rule of linear layer {@code layer} over every segment's tokens, continuing the segment's state S
+     * (valueHeads × keyDim × valueDim, zeros for a fresh sequence). q, k: tokens × keyHeads·keyDim (already
+     * l2-normalised, q scaled); v: tokens × valueHeads·valueDim; a, b: tokens × valueHeads. Value head j reads key
+     * head j / (valueHeads / keyHeads). Per token, per value head: g = −exp(aLog[j]) · softplus(a + dtBias[j]),
+     * β = sigmoid(b); S ← S·exp(g); δ = (v − Sᵀk)·β; S ← S + k δᵀ; out = Sᵀq. The final state goes to the open step
+     * (kept by commit, dropped by rollback). A backend may evaluate long segments in a chunked form; it must agree with
+     * the token-by-token form. Returns tokens × valueHeads·valueDim.
+     */
+    Activation gatedDeltaRule(Activation q, Activation k, Activation v, Activation a, Activation b, Weight aLog,
+                              Weight dtBias, List<Segment> segments, int layer, int keyHeads, int valueHeads,
+                              int keyDim, int valueDim);
+
+    /** Each head of {@code headDim} values: x / √(mean x² + eps) · gamma · silu(z) (gamma: headDim values). */
+    Activation gatedRmsNorm(Activation x, Activation z, Weight gamma, int headDim, float eps);
+
+    /** x ⊙ sigmoid(gate): gate has x's shape, or one column that scales each row. */
+    Activation sigmoidGate(Activation x, Activation gate);
+
+    /**
+     * A sparse mixture-of-experts SwiGLU feed-forward: per row, p = softmax(x · routerᵀ) over the experts, the
+     * {@code experts.topK()} largest chosen (weights p renormalised over them when {@code experts.renormalize()}),
+     * out = Σ w_e · down_e(silu(gate_e x) ⊙ up_e x). Reads only the chosen experts' weights.
+     */
+    Activation moe(Activation x, ExpertWeights experts);
+
     /** Evaluates x · outputᵀ and copies the result to the host: one array of vocab logits per row of x. */
     float[][] logits(Activation x, Weight output);
 }

@@ -1,6 +1,7 @@
 package dev.forkpoint.engine;
 
 import dev.forkpoint.backend.Activation;
+import dev.forkpoint.backend.ExpertWeights;
 import dev.forkpoint.backend.Ops;
 import dev.forkpoint.backend.Rope;
 import dev.forkpoint.backend.Segment;
@@ -27,5 +28,20 @@ abstract class ForwardingOps implements Ops {
     public Activation swiglu(Activation gate, Activation up) { return delegate.swiglu(gate, up); }
     public Activation add(Activation a, Activation b) { return delegate.add(a, b); }
     public Activation rows(Activation x, int[] rows) { return delegate.rows(x, rows); }
+    public Activation columns(Activation x, int[] columns) { return delegate.columns(x, columns); }
+    public Activation causalConv1dSilu(Activation x, Weight kernel, List<Segment> segments, int layer) {
+        return delegate.causalConv1dSilu(x, kernel, segments, layer);
+    }
+    public Activation l2NormHeads(Activation x, int headDim, float eps, float scale) { return delegate.l2NormHeads(x, headDim, eps, scale); }
+    public Activation gatedDeltaRule(Activation q, Activation k, Activation v, Activation a, Activation b, Weight aLog,
+                                     Weight dtBias, List<Segment> segments, int layer, int keyHeads, int valueHeads,
+                                     int keyDim, int valueDim) {
+        return delegate.gatedDeltaRule(q, k, v, a, b, aLog, dtBias, segments, layer, keyHeads, valueHeads, keyDim, valueDim);
+    }
+    public Activation gatedRmsNorm(Activation x, Activation z, Weight gamma, int headDim, float eps) {
+        return delegate.gatedRmsNorm(x, z, gamma, headDim, eps);
+    }
+    public Activation sigmoidGate(Activation x, Activation gate) { return delegate.sigmoidGate(x, gate); }
+    public Activation moe(Activation x, ExpertWeights experts) { return delegate.moe(x, experts); }
     public float[][] logits(Activation x, Weight output) { return delegate.logits(x, output); }
 }

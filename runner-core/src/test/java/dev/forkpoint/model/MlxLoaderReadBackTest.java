@@ -44,7 +44,8 @@ class MlxLoaderReadBackTest {
         public String name() { return "recording"; }
         public Weight weight(GgufTensor t) { plain.put(t.name(), t); return cpu.weight(t); }
         public Weight weight(AffineTensor t) { affine.put(t.name(), t); return cpu.weight(t); }
-        public KvStore newKvStore(SequenceKv s) { return cpu.newKvStore(s); }
+        public KvStore newKvStore(SequenceKv s, dev.forkpoint.backend.RecurrentLayout r) { return cpu.newKvStore(s, r); }
+        public Weight weight(String name, float[] values, int rows, int cols) { return cpu.weight(name, values, rows, cols); }
         public Ops ops() { return cpu.ops(); }
         public void close() { cpu.close(); }
     }

@@ -3,6 +3,7 @@ package dev.forkpoint.backend.cpu;
 import dev.forkpoint.backend.Backend;
 import dev.forkpoint.backend.KvStore;
 import dev.forkpoint.backend.Ops;
+import dev.forkpoint.backend.RecurrentLayout;
 import dev.forkpoint.backend.Weight;
 import dev.forkpoint.format.gguf.GgufTensor;
 import dev.forkpoint.kvcache.SequenceKv;
@@ -57,8 +58,15 @@ public final class CpuBackend implements Backend {
         return v;
     }
 
-    public KvStore newKvStore(SequenceKv sequence) {
-        return new CpuKvStore(sequence);
+    public KvStore newKvStore(SequenceKv sequence, RecurrentLayout recurrent) {
+        return new CpuKvStore(sequence, recurrent);
+    }
+
+    public Weight weight(String name, float[] values, int rows, int cols) {
+        if (values.length != (long) rows * cols) throw new IllegalArgumentException(name + ": " + values.length + " values for " + rows + "×" + cols);
+        if (rows == 1) return new CpuWeight(name, "F32", 1, cols, null, values.clone());
+        MemorySegment data = MemorySegment.ofArray(values.clone());
+        return new CpuWeight(name, "F32", rows, cols, new F32Matrix(data, rows, cols), null);
     }
 
     public Ops ops() { return ops; }

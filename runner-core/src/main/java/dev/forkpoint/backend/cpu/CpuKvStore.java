@@ -1,6 +1,8 @@
 package dev.forkpoint.backend.cpu;
 
 import dev.forkpoint.backend.KvStore;
+import dev.forkpoint.backend.RecurrentLayout;
+import dev.forkpoint.backend.RecurrentSnapshot;
 import dev.forkpoint.kvcache.KvElementType;
 import dev.forkpoint.kvcache.KvKind;
 import dev.forkpoint.kvcache.SequenceKv;
@@ -14,10 +16,12 @@ import java.lang.foreign.MemorySegment;
  */
 final class CpuKvStore implements KvStore {
     private final SequenceKv sequence;
+    private final CpuRecurrentState recurrent;   // null for attention-only models
 
-    CpuKvStore(SequenceKv sequence) {
+    CpuKvStore(SequenceKv sequence, RecurrentLayout layout) {
         if (sequence == null) throw new IllegalArgumentException("kv store: sequence is missing");
         this.sequence = sequence;
+        this.recurrent = layout == null ? null : new CpuRecurrentState(layout);
     }
 
     SequenceKv sequence() { return sequence; }
@@ -26,9 +30,42 @@ final class CpuKvStore implements KvStore {
     public int kvDim() { return sequence.layout().kvDim(); }
     public int length() { return sequence.length(); }
     public int pending() { return sequence.pending(); }
-    public void begin(int n) { sequence.begin(n); }
-    public void commit() { sequence.commit(); }
-    public void rollback() { sequence.rollback(); }
+    public void begin(int n) {
+        sequence.begin(n);
+        if (recurrent != null) recurrent.begin();
+    }
+
+    public void commit() {
+        if (recurrent != null) recurrent.checkCommit();   // before anything changes
+        sequence.commit();
+        if (recurrent != null) recurrent.commit();
+    }
+
+    public void rollback() {
+        try {
+            sequence.rollback();
+        } finally {
+            if (recurrent != null) recurrent.rollback();
+        }
+    }
+
+    public RecurrentLayout recurrentLayout() { return recurrent == null ? null : recurrent.layout(); }
+
+    public RecurrentSnapshot snapshot() {
+        if (recurrent == null) return KvStore.super.snapshot();
+        return recurrent.snapshot();
+    }
+
+    public void restore(RecurrentSnapshot snapshot) {
+        if (recurrent == null) KvStore.super.restore(snapshot);
+        else recurrent.restore(snapshot);
+    }
+
+    /** The recurrent state, for the linear-attention ops; refused when the store keeps none. */
+    CpuRecurrentState recurrent() {
+        if (recurrent == null) throw new IllegalStateException("kv store of sequence " + sequence.id() + " keeps no recurrent state");
+        return recurrent;
+    }
 
     int pageTokens() { return sequence.layout().pageTokens(); }
 

@@ -315,6 +315,81 @@ final class CpuOps implements Ops {
         return new CpuActivation(out, rows.length, in.width());
     }
 
+    public Activation columns(Activation x, int[] columns) {
+        CpuActivation in = cpu(x);
+        int w = in.width();
+        for (int c : columns) if (c < 0 || c >= w) throw new IndexOutOfBoundsException("column " + c + " of " + w);
+        float[] src = in.data();
+        float[] out = new float[in.tokens() * columns.length];
+        for (int t = 0; t < in.tokens(); t++) {
+            int s = t * w, d = t * columns.length;
+            for (int i = 0; i < columns.length; i++) out[d + i] = src[s + columns[i]];
+        }
+        return new CpuActivation(out, in.tokens(), columns.length);
+    }
+
+    public Activation causalConv1dSilu(Activation x, Weight kernel, List<Segment> segments, int layer) {
+        return CpuGatedDeltaNet.causalConv1dSilu(cpu(x), cpu(kernel), segments, layer, pool);
+    }
+
+    public Activation l2NormHeads(Activation x, int headDim, float eps, float scale) {
+        CpuActivation in = cpu(x);
+        if (headDim <= 0 || in.width() % headDim != 0) throw new IllegalArgumentException("heads of " + headDim + " in width " + in.width());
+        float[] src = in.data();
+        float[] dst = new float[src.length];
+        int groups = src.length / headDim;
+        forRows(groups, in.tokens(), (from, to) -> {
+            for (int r = from; r < to; r++) {
+                int off = r * headDim;
+                FloatVector acc = FloatVector.zero(S);
+                int i = 0;
+                for (int bound = S.loopBound(headDim); i < bound; i += S.length()) {
+                    FloatVector v = FloatVector.fromArray(S, src, off + i);
+                    acc = v.fma(v, acc);
+                }
+                double ss = acc.reduceLanes(VectorOperators.ADD);
+                for (; i < headDim; i++) ss += src[off + i] * src[off + i];
+                float f = (float) (scale / Math.sqrt(ss + eps));
+                for (i = 0; i < headDim; i++) dst[off + i] = src[off + i] * f;
+            }
+        });
+        return new CpuActivation(dst, in.tokens(), in.width());
+    }
+
+    public Activation gatedDeltaRule(Activation q, Activation k, Activation v, Activation a, Activation b, Weight aLog,
+                                     Weight dtBias, List<Segment> segments, int layer, int keyHeads, int valueHeads,
+                                     int keyDim, int valueDim) {
+        return CpuGatedDeltaNet.gatedDeltaRule(cpu(q), cpu(k), cpu(v), cpu(a), cpu(b), cpu(aLog).requireVector(),
+                cpu(dtBias).requireVector(), segments, layer, keyHeads, valueHeads, keyDim, valueDim, pool);
+    }
+
+    public Activation gatedRmsNorm(Activation x, Activation z, Weight gamma, int headDim, float eps) {
+        CpuActivation in = cpu(x), gate = cpu(z);
+        sameShape(in, gate, "gated rms norm");
+        Activation normed = rmsNormHeads(x, gamma, headDim, eps);
+        return swiglu(z, normed);   // silu(z) ⊙ (x / rms · gamma)
+    }
+
+    public Activation sigmoidGate(Activation x, Activation gate) {
+        CpuActivation in = cpu(x), g = cpu(gate);
+        if (g.tokens() != in.tokens() || (g.width() != in.width() && g.width() != 1)) {
+            throw new IllegalArgumentException("sigmoid gate of " + g.tokens() + "×" + g.width() + " for " + in.tokens() + "×" + in.width());
+        }
+        float[] src = in.data(), gs = g.data();
+        float[] out = new float[src.length];
+        int w = in.width();
+        boolean perRow = g.width() == 1;
+        for (int i = 0; i < out.length; i++) {
+            float s = perRow ? gs[i / w] : gs[i];
+            out[i] = src[i] / (1 + (float) Math.exp(-s));
+        }
+        return new CpuActivation(out, in.tokens(), w);
+    }
+
+    public Activation moe(Activation x, dev.forkpoint.backend.ExpertWeights experts) {
+        return CpuMoe.forward(cpu(x), experts, pool);
+    }
+
     public float[][] logits(Activation x, Weight output) {
         CpuActivation l = cpu(matmul(x, output));
         float[][] rows = new float[l.tokens()][];

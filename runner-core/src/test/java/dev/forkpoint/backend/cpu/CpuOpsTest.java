@@ -69,7 +69,7 @@ class CpuOpsTest {
         float[] allK = random(r, len * kvDim), allV = random(r, len * kvDim);
         for (KvElementType type : KvElementType.values()) {
         try (PagePool pagePool = new PagePool(KvLayout.of(2, kvDim, type), 1 << 20); SequenceKv seq = pagePool.newSequence()) {
-        CpuKvStore kv = new CpuKvStore(seq);
+        CpuKvStore kv = new CpuKvStore(seq, null);
         kv.begin(past);
         for (int p = 0; p < past; p++) kv.write(1, p, allK, p * kvDim, allV, p * kvDim);
         kv.commit();
@@ -132,7 +132,7 @@ class CpuOpsTest {
     void attentionWritesOnlyInsideTheOpenStepAndRollbackRestoresTheStore() {
         int kvDim = 4;
         try (PagePool pagePool = new PagePool(KvLayout.of(1, kvDim, KvElementType.F32), 1 << 16); SequenceKv seq = pagePool.newSequence()) {
-            CpuKvStore kv = new CpuKvStore(seq);
+            CpuKvStore kv = new CpuKvStore(seq, null);
             CpuActivation one = new CpuActivation(new float[kvDim], 1, kvDim);
             IllegalStateException noStep = assertThrows(IllegalStateException.class,
                     () -> OPS.attention(one, one, one, kv, 0, 0, 1, 1, kvDim));
