@@ -15,16 +15,30 @@ import java.util.Locale;
  * @param kvType       the element type of stored keys and values: F32 (exact) or F16 (half the memory)
  * @param sequences    with kvCacheBytes 0: how many sequences of the default num_ctx the derived budget holds (2: one
  *                     running, one cached; a server running N requests at once asks for N + 1)
+ * @param checkpointBytes the byte budget of recurrent-state checkpoints (hybrid models; {@code --checkpoint-bytes});
+ *                     0 = {@value #DEFAULT_CHECKPOINTS} checkpoints of the model's recurrent state per sequence
  */
-public record EngineOptions(long kvCacheBytes, KvElementType kvType, int sequences) {
+public record EngineOptions(long kvCacheBytes, KvElementType kvType, int sequences, long checkpointBytes) {
+    /** Checkpoints the derived budget holds per sequence: a prompt's ladder and boundaries, and a reply's end. */
+    public static final int DEFAULT_CHECKPOINTS = 24;
+
     public EngineOptions {
         if (kvCacheBytes < 0) throw new InvalidInputException("kv_cache_bytes must be >= 0 (0 = derived from num_ctx), got " + kvCacheBytes);
         if (kvType == null) kvType = KvElementType.F32;
         if (sequences < 1) throw new InvalidInputException("the derived KV budget must hold at least 1 sequence, got " + sequences);
+        if (checkpointBytes < 0) throw new InvalidInputException("checkpoint_bytes must be >= 0 (0 = derived from the model's recurrent state), got " + checkpointBytes);
+    }
+
+    public EngineOptions(long kvCacheBytes, KvElementType kvType, int sequences) {
+        this(kvCacheBytes, kvType, sequences, 0);
     }
 
     public EngineOptions(long kvCacheBytes, KvElementType kvType) {
         this(kvCacheBytes, kvType, 2);
+    }
+
+    public EngineOptions withCheckpointBytes(long bytes) {
+        return new EngineOptions(kvCacheBytes, kvType, sequences, bytes);
     }
 
     public static EngineOptions defaults() {
@@ -32,15 +46,15 @@ public record EngineOptions(long kvCacheBytes, KvElementType kvType, int sequenc
     }
 
     public EngineOptions withKvCacheBytes(long bytes) {
-        return new EngineOptions(bytes, kvType, sequences);
+        return new EngineOptions(bytes, kvType, sequences, checkpointBytes);
     }
 
     public EngineOptions withSequences(int n) {
-        return new EngineOptions(kvCacheBytes, kvType, n);
+        return new EngineOptions(kvCacheBytes, kvType, n, checkpointBytes);
     }
 
     public EngineOptions withKvType(KvElementType type) {
-        return new EngineOptions(kvCacheBytes, type, sequences);
+        return new EngineOptions(kvCacheBytes, type, sequences, checkpointBytes);
     }
 
     /** "f32" or "f16" (any case) as an element type; anything else is refused naming kv_type. */

@@ -2,7 +2,9 @@ package dev.forkpoint.engine;
 
 import dev.forkpoint.InvalidInputException;
 import dev.forkpoint.backend.KvStore;
+import dev.forkpoint.backend.RecurrentSnapshot;
 import dev.forkpoint.kvcache.CacheMatch;
+import dev.forkpoint.kvcache.CheckpointAt;
 import dev.forkpoint.kvcache.CacheNamespace;
 import dev.forkpoint.kvcache.SequenceKv;
 import dev.forkpoint.sampling.Sampler;
@@ -46,7 +48,10 @@ final class Generation {
     private SequenceKv sequence;
     private KvStore kv;
     private int evaluatedTo;        // prompt tokens whose KV is committed (reused ones included)
+    private int reused;             // prompt tokens not evaluated: the match, or (stateful) the restored checkpoint's offset
     private int chunks;
+    private int[] captureAt = new int[0];   // stateful models: ascending offsets to snapshot the recurrent state at
+    private final List<CheckpointAt> captured = new java.util.ArrayList<>();
 
     private Sampler sampler;
     private final StopSequences stops;
@@ -144,15 +149,32 @@ final class Generation {
         sequence = match.sequence();
         evaluatedTo = match.matchedTokens();
         kv = model.newKvStore(sequence);
+        if (model.recurrentLayout() != null) {
+            // the recurrent state cannot be truncated: resume at the deepest checkpoint on the matched path (or at 0),
+            // restoring a copy of it, and capture new ones at this prompt's fork points
+            match.checkpoint().ifPresent(c -> kv.restore((RecurrentSnapshot) c.checkpoint()));
+            evaluatedTo = match.statefulResumeOffset();
+            sequence.truncate(evaluatedTo);
+            captureAt = match.checkpointOffsets(plan.boundaries(), ladderFloor(plan.boundaries()), LADDER_CHECKPOINTS);
+        }
+        reused = evaluatedTo;
+    }
+
+    /** Checkpoints of the ladder before a prompt's end (N−1, N−2, …, N−2^(k−1)). */
+    static final int LADDER_CHECKPOINTS = 12;
+
+    /** Where the prompt's last message starts: its second-last message end, or 0. */
+    private static int ladderFloor(int[] boundaries) {
+        return boundaries.length >= 2 ? boundaries[boundaries.length - 2] : 0;
     }
 
     /** Reports the start (prompt tokens, reused tokens) to the sink; once, after {@link #start()}. */
     void started() {
-        sink.started(prompt.length, match.matchedTokens());
+        sink.started(prompt.length, reused);
     }
 
     /** Prompt tokens reused from the cache (after {@link #start()}). */
-    int reused() { return match.matchedTokens(); }
+    int reused() { return reused; }
 
     /** Tokens generated so far. */
     int generated() { return generated; }
@@ -188,6 +210,12 @@ final class Generation {
     /** The next prefill chunk: up to num_batch (and up to {@code budget} ≥ 1) of the prompt tokens not yet evaluated. */
     int[] chunk(int budget) {
         int n = Math.min(Math.min(plan.numBatch(), Math.max(1, budget)), prompt.length - evaluatedTo);
+        for (int c : captureAt) {   // a chunk ends at the next checkpoint offset, where the state is captured
+            if (c > evaluatedTo) {
+                n = Math.min(n, c - evaluatedTo);
+                break;
+            }
+        }
         return Arrays.copyOfRange(prompt, evaluatedTo, evaluatedTo + n);
     }
 
@@ -195,6 +223,7 @@ final class Generation {
     void prefilled(int n, float[] logits) {
         evaluatedTo += n;
         chunks++;
+        if (Arrays.binarySearch(captureAt, evaluatedTo) >= 0) captured.add(new CheckpointAt(evaluatedTo, kv.snapshot()));
         if (evaluatedTo < prompt.length) return;
         if (logits == null) throw new IllegalStateException("the prompt's last chunk was evaluated without logits");
         firstTokenNanos = System.nanoTime();
@@ -251,7 +280,6 @@ final class Generation {
             if (stops.stopped()) doneReason = "stop";
         }
         long end = System.nanoTime();
-        int reused = match.matchedTokens();
         int[] ids = Arrays.copyOfRange(history, prompt.length, historyLength);
         result = new GenerationResult(prompt.length, firstTokenNanos - startNanos, ids, end - firstTokenNanos, doneReason,
                 text.toString(), reused, prompt.length - reused, stops.matchedStop());
@@ -268,9 +296,13 @@ final class Generation {
         try {
             int committed = sequence.length();
             if (committed > 0) {
-                // Attention-only models keep no non-truncatable state, so the fork points
-                // (match.checkpointOffsets(boundaries)) carry no checkpoint payload to store.
-                model.cache().insert(namespace, Arrays.copyOf(history, committed), sequence, List.of());
+                // stateful models: the state at the end of what was committed (a reply's end) is a fork point too;
+                // attention-only models capture nothing (their KV alone resumes anywhere)
+                if (model.recurrentLayout() != null && !sequence.inStep()
+                        && (captured.isEmpty() || captured.getLast().offset() < committed)) {
+                    captured.add(new CheckpointAt(committed, kv.snapshot()));
+                }
+                model.cache().insert(namespace, Arrays.copyOf(history, committed), sequence, captured);
             }
         } catch (RuntimeException | Error e) {
             if (failure == null) throw e;
@@ -278,9 +310,10 @@ final class Generation {
         } finally {
             sequence.close();
             if (LOG.isLoggable(System.Logger.Level.INFO)) {
-                int reused = match.matchedTokens(), evaluated = prompt.length - reused;
-                LOG.log(System.Logger.Level.INFO, String.format(Locale.ROOT, "cache total=%d matched=%d reused=%d prefill=%d chunks=%d",
-                        prompt.length, reused, reused, evaluated, chunks));
+                int evaluated = prompt.length - reused;
+                String checkpoint = model.recurrentLayout() == null ? "" : " checkpoint=" + match.statefulResumeOffset();
+                LOG.log(System.Logger.Level.INFO, String.format(Locale.ROOT, "cache total=%d matched=%d reused=%d prefill=%d chunks=%d%s",
+                        prompt.length, match.matchedTokens(), reused, evaluated, chunks, checkpoint));
             }
         }
     }

@@ -3,6 +3,7 @@ package dev.forkpoint.engine;
 import dev.forkpoint.backend.Activation;
 import dev.forkpoint.backend.KvStore;
 import dev.forkpoint.backend.Ops;
+import dev.forkpoint.backend.RecurrentLayout;
 import dev.forkpoint.backend.Segment;
 import dev.forkpoint.backend.cpu.CpuBackend;
 import dev.forkpoint.model.Architecture;
@@ -48,6 +49,7 @@ public final class LoadedModel implements AutoCloseable {
     private final PagePool pool;
     private final RadixCache cache;
     private final String modelId;
+    private final RecurrentLayout recurrent;   // null for attention-only models
     private Ops ops;
 
     private LoadedModel(ModelFiles file, CpuBackend backend, Architecture architecture, Tokenizer tokenizer,
@@ -58,7 +60,12 @@ public final class LoadedModel implements AutoCloseable {
         this.tokenizer = tokenizer;
         this.options = options;
         this.pool = pool;
-        this.cache = new RadixCache(pool, 0);   // attention-only architectures: no checkpoint payloads
+        ModelConfig c = architecture.config();
+        this.recurrent = c.linear() == null ? null : c.linear().recurrentLayout();
+        long checkpointBudget = recurrent == null ? 0
+                : options.checkpointBytes() > 0 ? options.checkpointBytes()
+                : (long) EngineOptions.DEFAULT_CHECKPOINTS * options.sequences() * recurrent.bytesPerSequence();
+        this.cache = new RadixCache(pool, checkpointBudget);   // attention-only architectures store no checkpoints
         this.modelId = modelId;
         this.ops = backend.ops();
     }
@@ -97,11 +104,11 @@ public final class LoadedModel implements AutoCloseable {
 
     /** The KV pool: kv_cache_bytes, or (when 0) room for defaultNumCtx positions of options.sequences() sequences. */
     private static PagePool newPool(ModelConfig c, EngineOptions options) {
-        KvLayout layout = KvLayout.of(c.layers(), c.kvDim(), options.kvType());
+        KvLayout layout = KvLayout.of(c.kvLayers(), c.kvDim(), options.kvType());
         long budget = options.kvCacheBytes() == 0 ? layout.budgetFor(defaultNumCtx(c), options.sequences()) : options.kvCacheBytes();
         if (budget < layout.pageBytes()) {
             throw new dev.forkpoint.InvalidInputException("kv_cache_bytes " + budget + " is smaller than one KV page of this model ("
-                    + layout.pageBytes() + " bytes = " + layout.pageTokens() + " positions × " + c.layers() + " layers × K,V × "
+                    + layout.pageBytes() + " bytes = " + layout.pageTokens() + " positions × " + c.kvLayers() + " attention layers × K,V × "
                     + c.kvDim() + " × " + layout.elementType() + ")");
         }
         return new PagePool(layout, budget);
@@ -259,8 +266,11 @@ public final class LoadedModel implements AutoCloseable {
     synchronized void decorateOps(UnaryOperator<Ops> wrap) { ops = wrap.apply(ops); }
 
     KvStore newKvStore(SequenceKv sequence) {
-        return backend.newKvStore(sequence);
+        return backend.newKvStore(sequence, recurrent);
     }
+
+    /** The recurrent state each sequence keeps (hybrid models), or null: then the cache stores no checkpoints. */
+    RecurrentLayout recurrentLayout() { return recurrent; }
 
     /**
      * Evaluates tokens after what kv holds, in chunks of exactly numBatch (the last one shorter), each one step

@@ -35,6 +35,9 @@ public interface Architecture {
          */
         boolean ggufNeoxRope();
 
+        /** Hugging Face's {@code model_type} of the architecture, when it differs from the GGUF name. */
+        default String hfModelType() { return name(); }
+
         Architecture load(ModelConfig config, ModelTensors tensors, Backend backend, IntConsumer tensorLoaded);
     }
 }

@@ -9,7 +9,8 @@ import java.util.stream.Collectors;
 
 /** The architectures Forkpoint runs, by GGUF {@code general.architecture} name. */
 public final class Architectures {
-    private static final List<Architecture.Spec> ALL = List.of(new Llama(), new Qwen2(), new Qwen3());
+    private static final List<Architecture.Spec> ALL = List.of(new Llama(), new Qwen2(), new Qwen3(),
+            new Qwen35(), new Qwen35Moe(), new Qwen3Next(), new Qwen3Moe());
 
     private Architectures() {}
 
@@ -32,7 +33,7 @@ public final class Architectures {
 
     /** The spec named {@code arch} (GGUF architecture or Hugging Face model_type); {@code field} names where it was read. */
     static Architecture.Spec named(String arch, java.nio.file.Path file, String field) {
-        return ALL.stream().filter(s -> s.name().equals(arch)).findFirst().orElseThrow(() ->
+        return ALL.stream().filter(s -> s.name().equals(arch) || s.hfModelType().equals(arch)).findFirst().orElseThrow(() ->
                 new ModelFormatException(file, field, "architecture '" + arch + "' is not supported; supported architectures: " + supportedNames()));
     }
 }

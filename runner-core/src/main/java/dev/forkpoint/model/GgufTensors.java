@@ -15,6 +15,15 @@ record GgufTensors(GgufFile file) implements ModelTensors {
 
     public Weight weight(String name, Backend backend) { return backend.weight(file.tensor(name)); }
 
+    public float[] floats(String name) {
+        var t = file.tensor(name);
+        long n = t.elementCount();
+        if (n > Integer.MAX_VALUE) throw new dev.forkpoint.format.ModelFormatException(file.path(), "tensor " + name, "too large to read as floats");
+        float[] out = new float[(int) n];
+        dev.forkpoint.tensor.Quantization.dequantize(t.type(), t.data(), 0, out, 0, out.length);
+        return out;
+    }
+
     public int count() { return file.tensors().size(); }
 
     public Optional<String> firstNonFinite() {

@@ -11,10 +11,30 @@ import java.nio.ByteOrder;
 
 /**
  * The hyper-parameters of a decoder-only transformer, read from GGUF metadata under the architecture's prefix
- * ({@code llama.embedding_length}, …).
+ * ({@code llama.embedding_length}, …) or from a Hugging Face config.json.
+ *
+ * @param linear         the Gated DeltaNet layers of a hybrid model, or null when every layer is attention
+ * @param experts        the mixture-of-experts feed-forward, or null when every layer is dense
+ * @param gatedAttention whether attention's q projection carries a per-head output gate (Qwen3.5, Qwen3-Next)
  */
 public record ModelConfig(String architecture, int dim, int layers, int heads, int kvHeads, int headDim,
-                          int ffnDim, int vocabSize, int contextLength, float rmsEps, Rope rope) {
+                          int ffnDim, int vocabSize, int contextLength, float rmsEps, Rope rope,
+                          LinearAttention linear, Experts experts, boolean gatedAttention) {
+
+    /** A dense, attention-only model's parameters. */
+    public ModelConfig(String architecture, int dim, int layers, int heads, int kvHeads, int headDim, int ffnDim,
+                       int vocabSize, int contextLength, float rmsEps, Rope rope) {
+        this(architecture, dim, layers, heads, kvHeads, headDim, ffnDim, vocabSize, contextLength, rmsEps, rope, null, null, false);
+    }
+
+    /** Layers that keep KV (full attention): all but the linear ones. */
+    public int kvLayers() { return linear == null ? layers : layers - linear.linearCount(); }
+
+    /** Whether layer {@code layer} is linear attention. */
+    public boolean isLinear(int layer) { return linear != null && linear.isLinear(layer); }
+
+    /** The KV (attention) layer index of attention layer {@code layer}. */
+    public int kvLayer(int layer) { return linear == null ? layer : linear.indexAmongKind(layer); }
 
     public static ModelConfig fromGguf(GgufFile f, String arch, boolean neoxRope) {
         String p = arch + ".";
@@ -27,7 +47,9 @@ public record ModelConfig(String architecture, int dim, int layers, int heads, i
                     "head_count " + heads + " is not a multiple of head_count_kv " + kvHeads);
         }
         int headDim = positive(f, p + "attention.key_length", f.getInt(p + "attention.key_length", dim / heads));
-        int ffn = positive(f, p + "feed_forward_length", f.getInt(p + "feed_forward_length"));
+        boolean sparse = f.has(p + "expert_count");
+        int ffn = sparse && !f.has(p + "feed_forward_length") ? 0 : f.getInt(p + "feed_forward_length");
+        if (!sparse || ffn != 0) positive(f, p + "feed_forward_length", ffn);
         GgufTensor embd = f.tensor("token_embd.weight");
         int vocab = f.getInt(p + "vocab_size", embd.rows());
         int ctx = positive(f, p + "context_length", f.getInt(p + "context_length", 2048));
@@ -44,8 +66,34 @@ public record ModelConfig(String architecture, int dim, int layers, int heads, i
             throw new ModelFormatException(f.path(), "metadata " + p + "rope.freq_base", "must be a positive finite number, found " + base);
         }
         float[] factors = f.findTensor("rope_freqs.weight").map(t -> ropeFactors(f, t, ropeDims)).orElse(null);
+        boolean hybrid = HYBRIDS.contains(arch);
+        LinearAttention linear = null;
+        if (hybrid) {
+            int interval = positive(f, p + "full_attention_interval", f.getInt(p + "full_attention_interval", 4));
+            boolean[] kinds = new boolean[layers];
+            for (int i = 0; i < layers; i++) kinds[i] = (i + 1) % interval != 0;
+            int hk = positive(f, p + "ssm.group_count", f.getInt(p + "ssm.group_count"));
+            int hv = positive(f, p + "ssm.time_step_rank", f.getInt(p + "ssm.time_step_rank"));
+            int dk = positive(f, p + "ssm.state_size", f.getInt(p + "ssm.state_size"));
+            int inner = positive(f, p + "ssm.inner_size", f.getInt(p + "ssm.inner_size"));
+            if (inner % hv != 0 || hv % hk != 0) {
+                throw new ModelFormatException(f.path(), "metadata " + p + "ssm.inner_size", inner + " over " + hv + " value heads (ssm.time_step_rank) of "
+                        + hk + " key heads (ssm.group_count) does not divide");
+            }
+            linear = new LinearAttention(hk, hv, dk, inner / hv, positive(f, p + "ssm.conv_kernel", f.getInt(p + "ssm.conv_kernel", 4)), kinds);
+        }
+        Experts experts = null;
+        if (sparse) {
+            int count = positive(f, p + "expert_count", f.getInt(p + "expert_count"));
+            int used = positive(f, p + "expert_used_count", f.getInt(p + "expert_used_count"));
+            if (used > count) throw new ModelFormatException(f.path(), "metadata " + p + "expert_used_count", used + " exceeds expert_count " + count);
+            boolean[] all = new boolean[layers];
+            java.util.Arrays.fill(all, true);
+            experts = new Experts(count, used, positive(f, p + "expert_feed_forward_length", f.getInt(p + "expert_feed_forward_length")),
+                    f.getInt(p + "expert_shared_feed_forward_length", 0), true, all);
+        }
         return new ModelConfig(arch, dim, layers, heads, kvHeads, headDim, ffn, vocab, ctx, eps,
-                new Rope(ropeDims, base, neoxRope, factors));
+                new Rope(ropeDims, base, neoxRope, factors), linear, experts, hybrid);
     }
 
     /**
@@ -53,9 +101,90 @@ public record ModelConfig(String architecture, int dim, int layers, int heads, i
      * for every architecture; {@code rope_scaling} becomes per-pair frequency divisors.
      */
     public static ModelConfig fromHf(dev.forkpoint.format.hf.HfConfig c, String arch) {
+        var f = c.fields();
+        boolean hybrid = HYBRIDS.contains(arch);
+        LinearAttention linear = hybrid ? linearAttention(f, c.layers()) : null;
+        double partial = f.optionalNumber("rope_parameters.partial_rotary_factor")
+                .or(() -> f.optionalNumber("partial_rotary_factor")).orElse(hybrid ? 0.25 : 1.0);
+        int ropeDims = (int) (c.headDim() * partial);
+        if (!(partial > 0 && partial <= 1) || ropeDims < 2 || ropeDims % 2 != 0) {
+            throw new ModelFormatException(c.file(), f.prefix() + "rope_parameters.partial_rotary_factor", "must be in (0, 1] and give an even number of rotary dims of head_dim "
+                    + c.headDim() + ", found " + partial);
+        }
+        String ropeType = java.util.Optional.ofNullable(f.node("rope_parameters.rope_type")).map(com.fasterxml.jackson.databind.JsonNode::asText).orElse("default");
+        if (!ropeType.equals("default")) {
+            throw new ModelFormatException(c.file(), f.prefix() + "rope_parameters.rope_type", "\"" + ropeType + "\" is not supported (supported: default)");
+        }
+        Experts experts = experts(f, c, arch);
+        if (experts == null && c.intermediateSize() <= 0) throw new ModelFormatException(c.file(), f.prefix() + "intermediate_size", "missing");
         return new ModelConfig(arch, c.hiddenSize(), c.layers(), c.heads(), c.kvHeads(), c.headDim(), c.intermediateSize(),
                 c.vocabSize(), c.maxPositions(), (float) c.rmsEps(),
-                new Rope(c.headDim(), c.ropeTheta(), true, c.ropeFactors(c.headDim())));
+                new Rope(ropeDims, c.ropeTheta(), true, c.ropeFactors(ropeDims)), linear, experts,
+                hybrid && f.bool("attn_output_gate", true));
+    }
+
+    /** The architectures (GGUF names) whose layers mix Gated DeltaNet and gated attention. */
+    static final java.util.Set<String> HYBRIDS = java.util.Set.of("qwen35", "qwen35moe", "qwen3next");
+
+    /** Layer kinds from {@code layer_types} or, without it, {@code full_attention_interval} (default 4), and the shape. */
+    private static LinearAttention linearAttention(dev.forkpoint.format.hf.HfConfig.Fields f, int layers) {
+        boolean[] linear = new boolean[layers];
+        var types = f.strings("layer_types");
+        if (types.isPresent()) {
+            if (types.get().size() != layers) {
+                throw new ModelFormatException(f.file(), f.prefix() + "layer_types", "has " + types.get().size() + " entries for num_hidden_layers " + layers);
+            }
+            for (int i = 0; i < layers; i++) {
+                switch (types.get().get(i)) {
+                    case "linear_attention" -> linear[i] = true;
+                    case "full_attention" -> linear[i] = false;
+                    default -> throw new ModelFormatException(f.file(), f.prefix() + "layer_types[" + i + "]", "\"" + types.get().get(i)
+                            + "\" is not a layer type (linear_attention, full_attention)");
+                }
+            }
+        } else {
+            int interval = f.positive("full_attention_interval", 4);
+            for (int i = 0; i < layers; i++) linear[i] = (i + 1) % interval != 0;
+        }
+        try {
+            return new LinearAttention(f.positive("linear_num_key_heads", null), f.positive("linear_num_value_heads", null),
+                    f.positive("linear_key_head_dim", null), f.positive("linear_value_head_dim", null),
+                    f.positive("linear_conv_kernel_dim", 4), linear);
+        } catch (IllegalArgumentException e) {
+            throw new ModelFormatException(f.file(), f.prefix() + "linear_num_value_heads", e.getMessage());
+        }
+    }
+
+    /**
+     * The experts from {@code num_experts} (null without it): Qwen3.5-MoE routes every layer and always renormalises;
+     * Qwen3-MoE and Qwen3-Next honour {@code norm_topk_prob}, {@code decoder_sparse_step} and {@code mlp_only_layers}.
+     */
+    private static Experts experts(dev.forkpoint.format.hf.HfConfig.Fields f, dev.forkpoint.format.hf.HfConfig c, String arch) {
+        String countKey = f.node("num_experts") != null ? "num_experts" : "num_local_experts";
+        if (f.node(countKey) == null) return null;
+        int count = f.positive(countKey, null);
+        int topK = f.positive("num_experts_per_tok", null);
+        if (topK > count) throw new ModelFormatException(f.file(), f.prefix() + "num_experts_per_tok", topK + " exceeds " + countKey + " " + count);
+        int ffn = f.positive("moe_intermediate_size", null);
+        int shared = f.node("shared_expert_intermediate_size") == null ? 0 : f.positive("shared_expert_intermediate_size", null);
+        boolean[] sparse = new boolean[c.layers()];
+        boolean renormalize;
+        if (arch.equals("qwen35moe")) {
+            java.util.Arrays.fill(sparse, true);
+            renormalize = true;
+        } else {
+            renormalize = f.bool("norm_topk_prob", arch.equals("qwen3next"));
+            int step = f.positive("decoder_sparse_step", 1);
+            java.util.Set<Integer> dense = new java.util.HashSet<>();
+            for (int l : f.ints("mlp_only_layers").orElse(new int[0])) dense.add(l);
+            for (int i = 0; i < sparse.length; i++) sparse[i] = !dense.contains(i) && (i + 1) % step == 0;
+            for (int i = 0; i < sparse.length; i++) {
+                if (!sparse[i] && c.intermediateSize() <= 0) {
+                    throw new ModelFormatException(f.file(), f.prefix() + "intermediate_size", "missing, and layer " + i + " is dense (mlp_only_layers / decoder_sparse_step)");
+                }
+            }
+        }
+        return new Experts(count, topK, ffn, shared, renormalize, sparse);
     }
 
     private static float[] ropeFactors(GgufFile f, GgufTensor t, int ropeDims) {

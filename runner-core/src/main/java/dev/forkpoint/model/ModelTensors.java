@@ -21,6 +21,13 @@ public interface ModelTensors {
     /** Prepares the tensor on the backend; throws {@link dev.forkpoint.format.ModelFormatException} when it is missing. */
     Weight weight(String name, Backend backend);
 
+    /**
+     * The values of a small plain tensor (F32, F16, BF16, or a GGML block type in GGUF) as floats, in storage order,
+     * for weights an architecture adjusts at load (zero-centred norm weights, a convolution kernel); a quantised or
+     * missing tensor is refused naming it.
+     */
+    float[] floats(String name);
+
     /** How many tensors the model holds (for progress). */
     int count();
 

@@ -47,6 +47,7 @@ final class SafetensorsTensors implements ModelTensors {
     private final JsonNode quantization;   // config.json "quantization", or null
     private final Path configFile;
     private final Map<String, SafetensorsFile> fileOf = new HashMap<>();
+    private final Map<String, SafetensorsTensor> byGguf = new HashMap<>();
 
     SafetensorsTensors(Path path, SafetensorsShards shards, JsonNode quantization, Path configFile) {
         this.path = path;
@@ -54,6 +55,9 @@ final class SafetensorsTensors implements ModelTensors {
         this.quantization = quantization;
         this.configFile = configFile;
         for (SafetensorsFile f : shards.files()) for (SafetensorsTensor t : f.tensors()) fileOf.put(t.name(), f);
+        for (SafetensorsTensor t : shards.tensors()) {
+            if (!isAuxiliary(t.name())) HfTensorNames.toGguf(t.name()).ifPresent(g -> byGguf.putIfAbsent(g, t));
+        }
     }
 
     /** A module's quantised parts (biases null for the fp modes). */
@@ -104,9 +108,31 @@ final class SafetensorsTensors implements ModelTensors {
         return backend.weight(new GgufTensor(name, type, ggml, 0, t.data()));
     }
 
-    private Optional<SafetensorsTensor> find(String ggufName) {
-        return HfTensorNames.toHf(ggufName).flatMap(shards::find);
+    public float[] floats(String name) {
+        SafetensorsTensor t = find(name).orElseThrow(() -> new ModelFormatException(path, "tensor " + name
+                + HfTensorNames.toHf(name).map(h -> " (" + h + ")").orElse(""), "missing"));
+        if (quantized(t) != null) throw new ModelFormatException(t.file(), "tensor " + t.name(), "is quantised; a plain F32, F16 or BF16 tensor was expected");
+        SafetensorsFile.requireReadable(t);
+        GgmlType type = t.dtype().ggmlType();
+        if (type == null) throw new ModelFormatException(t.file(), "tensor " + t.name(), "dtype " + t.dtype() + ": F32, F16 or BF16 was expected");
+        if (t.elementCount() > Integer.MAX_VALUE) throw new ModelFormatException(t.file(), "tensor " + t.name(), "too large to read as floats");
+        float[] out = new float[(int) t.elementCount()];
+        dev.forkpoint.tensor.Quantization.dequantize(type, t.data(), 0, out, 0, out.length);
+        return out;
     }
+
+    private Optional<SafetensorsTensor> find(String ggufName) {
+        return Optional.ofNullable(byGguf.get(ggufName));
+    }
+
+    /** Rows of a (possibly stacked, [E, out, in]) tensor: every dimension but the last. */
+    private static long rows(long[] shape) {
+        long r = 1;
+        for (int i = 0; i < shape.length - 1; i++) r *= shape[i];
+        return r;
+    }
+
+    private static long last(long[] shape) { return shape[shape.length - 1]; }
 
     /** The quantised parts of a weight, or null when it is a plain tensor. */
     private Quantized quantized(SafetensorsTensor w) {
@@ -135,23 +161,24 @@ final class SafetensorsTensors implements ModelTensors {
             }
         }
         SafetensorsDtype own = f.scale() == dev.forkpoint.tensor.MiniFloat.E8M0 ? SafetensorsDtype.F8_E8M0 : SafetensorsDtype.F8_E4M3;
-        if ((scales.dtype() != SafetensorsDtype.U8 && scales.dtype() != own) || scales.shape().length != 2 || scales.shape()[0] != w.shape()[0]) {
+        if ((scales.dtype() != SafetensorsDtype.U8 && scales.dtype() != own) || scales.shape().length != w.shape().length
+                || rows(scales.shape()) != rows(w.shape())) {
             throw new ModelFormatException(scales.file(), "tensor " + scales.name(), "expected " + f.typeName() + " scales U8 (or " + own
-                    + ") [" + w.shape()[0] + ", groups], found " + scales.dtype() + " " + scales.shapeString());
+                    + ") [" + rows(w.shape()) + ", groups], found " + scales.dtype() + " " + scales.shapeString());
         }
-        long cols = w.shape()[1] * 32 / f.bits();
-        if (scales.shape()[1] * f.groupSize() != cols) {
+        long cols = last(w.shape()) * 32 / f.bits();
+        if (last(scales.shape()) * f.groupSize() != cols) {
             throw new ModelFormatException(scales.file(), "tensor " + scales.name(), scales.shapeString() + " does not fit "
                     + w.name() + " " + w.shapeString() + ": " + cols + " columns at " + f.bits() + " bits need " + cols / f.groupSize()
                     + (cols % f.groupSize() == 0 ? "" : "+") + " scales per row of " + f.typeName() + " groups of " + f.groupSize()
                     + " (the mode config.json's " + mq.key() + " gives)");
         }
-        return new Quantized(w, scales, null, f, Math.toIntExact(w.shape()[0]), Math.toIntExact(cols));
+        return new Quantized(w, scales, null, f, Math.toIntExact(rows(w.shape())), Math.toIntExact(cols));
     }
 
     private static void requirePacked(SafetensorsTensor w) {
-        if (w.dtype() != SafetensorsDtype.U32 || w.shape().length != 2) {
-            throw new ModelFormatException(w.file(), "tensor " + w.name(), "a quantised weight must be U32 [out, in·bits/32], found "
+        if (w.dtype() != SafetensorsDtype.U32 || w.shape().length < 2 || w.shape().length > 3) {
+            throw new ModelFormatException(w.file(), "tensor " + w.name(), "a quantised weight must be U32 [out, in·bits/32] (or stacked experts [E, out, in·bits/32]), found "
                     + w.dtype() + " " + w.shapeString());
         }
     }
@@ -169,18 +196,18 @@ final class SafetensorsTensors implements ModelTensors {
     private Quantized affine(SafetensorsTensor w, SafetensorsTensor scales, SafetensorsTensor biases, int bits, int configured, String key) {
         requirePacked(w);
         for (SafetensorsTensor s : List.of(scales, biases)) {
-            if (s.dtype().ggmlType() == null || s.shape().length != 2 || s.shape()[0] != w.shape()[0]) {
-                throw new ModelFormatException(s.file(), "tensor " + s.name(), "expected F32/F16/BF16 [" + w.shape()[0]
+            if (s.dtype().ggmlType() == null || s.shape().length != w.shape().length || rows(s.shape()) != rows(w.shape())) {
+                throw new ModelFormatException(s.file(), "tensor " + s.name(), "expected F32/F16/BF16 [" + rows(w.shape())
                         + ", groups], found " + s.dtype() + " " + s.shapeString());
             }
         }
-        if (scales.dtype() != biases.dtype() || scales.shape()[1] != biases.shape()[1]) {
+        if (scales.dtype() != biases.dtype() || last(scales.shape()) != last(biases.shape())) {
             throw new ModelFormatException(biases.file(), "tensor " + biases.name(), biases.dtype() + " " + biases.shapeString()
                     + " does not match " + scales.name() + " " + scales.dtype() + " " + scales.shapeString());
         }
-        long cols = w.shape()[1] * 32 / bits;
-        long groups = scales.shape()[1];
-        if (w.shape()[1] * 32 % bits != 0 || groups == 0 || cols % groups != 0) {
+        long cols = last(w.shape()) * 32 / bits;
+        long groups = last(scales.shape());
+        if (last(w.shape()) * 32 % bits != 0 || groups == 0 || cols % groups != 0) {
             throw new ModelFormatException(w.file(), "tensor " + w.name(), "packed shape " + w.shapeString() + " at " + bits
                     + " bits does not divide into the " + groups + " groups of " + scales.name());
         }
@@ -196,7 +223,7 @@ final class SafetensorsTensors implements ModelTensors {
         } catch (dev.forkpoint.InvalidInputException e) {
             throw new ModelFormatException(w.file(), "tensor " + w.name(), e.getMessage());
         }
-        return new Quantized(w, scales, biases, format, Math.toIntExact(w.shape()[0]), Math.toIntExact(cols));
+        return new Quantized(w, scales, biases, format, Math.toIntExact(rows(w.shape())), Math.toIntExact(cols));
     }
 
     private int blobBits(SafetensorsTensor w) {

@@ -19,10 +19,14 @@ import java.util.Optional;
  * @param headDim        {@code head_dim}, or hidden_size / num_attention_heads when absent
  * @param ropeScaling    {@code rope_scaling} as given, or null
  * @param quantization   {@code quantization} (or {@code quantization_config}), or null for an unquantised model
+ * @param lm             the object the language model's fields are read from: {@code text_config} when the config
+ *                       nests them there (Qwen3.5's vision-language checkpoints), else the root
+ * @param lmPrefix       how a field of {@code lm} is named in messages ("text_config." or "")
  */
 public record HfConfig(Path file, String modelType, int hiddenSize, int layers, int heads, int kvHeads, int headDim,
                        int intermediateSize, int vocabSize, int maxPositions, double rmsEps, double ropeTheta,
-                       JsonNode ropeScaling, boolean tieWordEmbeddings, JsonNode quantization, String torchDtype) {
+                       JsonNode ropeScaling, boolean tieWordEmbeddings, JsonNode quantization, String torchDtype,
+                       JsonNode lm, String lmPrefix) {
 
     public static final String FILE = "config.json";
 
@@ -48,55 +52,118 @@ public record HfConfig(Path file, String modelType, int hiddenSize, int layers, 
 
     public static HfConfig read(Path file) throws IOException {
         JsonNode root = root(file);
-        var r = new Object() {
-            JsonNode node(String field) {
-                JsonNode v = root.get(field);
-                return v == null || v.isNull() ? null : v;
-            }
-
-            int positive(String field, Integer fallback) {
-                JsonNode v = node(field);
-                if (v == null) {
-                    if (fallback == null) throw new ModelFormatException(file, field, "missing");
-                    return fallback;
-                }
-                if (!v.isIntegralNumber() || !v.canConvertToInt() || v.asInt() <= 0) {
-                    throw new ModelFormatException(file, field, "must be a positive integer, found " + v);
-                }
-                return v.asInt();
-            }
-
-            double number(String field, double fallback) {
-                JsonNode v = node(field);
-                if (v == null) return fallback;
-                if (!v.isNumber()) throw new ModelFormatException(file, field, "must be a number, found " + v);
-                return v.asDouble();
-            }
-        };
-        String modelType = Optional.ofNullable(r.node("model_type")).map(JsonNode::asText).orElse(null);
+        JsonNode nested = root.get("text_config");
+        if (nested != null && !nested.isNull() && !nested.isObject()) throw new ModelFormatException(file, "text_config", "must be an object, found " + nested);
+        JsonNode lm = nested != null && nested.isObject() ? nested : root;
+        String prefix = lm == root ? "" : "text_config.";
+        var r = new Fields(file, lm, prefix);
+        String modelType = Optional.ofNullable(root.get("model_type")).filter(n -> !n.isNull()).map(JsonNode::asText).orElse(null);
         if (modelType == null) throw new ModelFormatException(file, "model_type", "missing");
         int hidden = r.positive("hidden_size", null);
         int heads = r.positive("num_attention_heads", null);
         int kvHeads = r.positive("num_key_value_heads", heads);
         if (heads % kvHeads != 0) {
-            throw new ModelFormatException(file, "num_key_value_heads", "num_attention_heads " + heads + " is not a multiple of " + kvHeads);
+            throw new ModelFormatException(file, prefix + "num_key_value_heads", "num_attention_heads " + heads + " is not a multiple of " + kvHeads);
         }
         int headDim = r.positive("head_dim", hidden % heads == 0 ? hidden / heads : null);
         double eps = r.number("rms_norm_eps", 1e-6);
-        double theta = r.number("rope_theta", 10000.0);
-        if (!(eps > 0 && Float.isFinite((float) eps))) throw new ModelFormatException(file, "rms_norm_eps", "must be a positive finite float32, found " + eps);
-        if (!(theta > 0 && Double.isFinite(theta))) throw new ModelFormatException(file, "rope_theta", "must be a positive finite number, found " + theta);
-        if (headDim % 2 != 0) throw new ModelFormatException(file, "head_dim", "must be even (rotary embeddings rotate pairs), found " + headDim);
+        // rope_theta: flat, or inside rope_parameters (transformers 5 / Qwen3.5)
+        double theta = r.optionalNumber("rope_parameters.rope_theta").orElseGet(() -> r.number("rope_theta", 10000.0));
+        if (!(eps > 0 && Float.isFinite((float) eps))) throw new ModelFormatException(file, prefix + "rms_norm_eps", "must be a positive finite float32, found " + eps);
+        if (!(theta > 0 && Double.isFinite(theta))) throw new ModelFormatException(file, prefix + "rope_theta", "must be a positive finite number, found " + theta);
+        if (headDim % 2 != 0) throw new ModelFormatException(file, prefix + "head_dim", "must be even (rotary embeddings rotate pairs), found " + headDim);
         JsonNode tie = r.node("tie_word_embeddings");
+        if (tie == null) tie = new Fields(file, root, "").node("tie_word_embeddings");
         if (tie != null && !tie.isBoolean()) throw new ModelFormatException(file, "tie_word_embeddings", "must be true or false, found " + tie);
         JsonNode scaling = r.node("rope_scaling");
-        if (scaling != null && !scaling.isObject()) throw new ModelFormatException(file, "rope_scaling", "must be an object or null, found " + scaling);
-        JsonNode quant = r.node("quantization") != null ? r.node("quantization") : r.node("quantization_config");
+        if (scaling != null && !scaling.isObject()) throw new ModelFormatException(file, prefix + "rope_scaling", "must be an object or null, found " + scaling);
+        var top = new Fields(file, root, "");
+        JsonNode quant = top.node("quantization") != null ? top.node("quantization") : top.node("quantization_config");
         if (quant != null && !quant.isObject()) throw new ModelFormatException(file, "quantization", "must be an object, found " + quant);
-        String dtype = Optional.ofNullable(r.node("torch_dtype")).map(JsonNode::asText).orElse(null);
+        String dtype = Optional.ofNullable(r.node("torch_dtype")).or(() -> Optional.ofNullable(r.node("dtype")))
+                .or(() -> Optional.ofNullable(top.node("torch_dtype"))).map(JsonNode::asText).orElse(null);
+        // a mixture-of-experts config may have no dense intermediate_size (Qwen3.5-MoE)
+        boolean experts = r.node("num_experts") != null || r.node("num_local_experts") != null;
+        int intermediate = experts && r.node("intermediate_size") == null ? 0 : r.positive("intermediate_size", null);
         return new HfConfig(file, modelType, hidden, r.positive("num_hidden_layers", null), heads, kvHeads, headDim,
-                r.positive("intermediate_size", null), r.positive("vocab_size", null),
-                r.positive("max_position_embeddings", 2048), eps, theta, scaling, tie != null && tie.asBoolean(), quant, dtype);
+                intermediate, r.positive("vocab_size", null),
+                r.positive("max_position_embeddings", 2048), eps, theta, scaling, tie != null && tie.asBoolean(), quant, dtype,
+                lm, prefix);
+    }
+
+    /** The language model's fields, read with every value checked; a bad one is refused naming file and field. */
+    public Fields fields() { return new Fields(file, lm, lmPrefix); }
+
+    /** Checked reads of one JSON object's fields (dotted paths reach into nested objects). */
+    public record Fields(Path file, JsonNode object, String prefix) {
+        /** The value at {@code path} ("a.b"), or null when absent or JSON null. */
+        public JsonNode node(String path) {
+            JsonNode v = object;
+            for (String part : path.split("\\.")) {
+                v = v == null || !v.isObject() ? null : v.get(part);
+            }
+            return v == null || v.isNull() ? null : v;
+        }
+
+        private ModelFormatException bad(String field, String what) {
+            return new ModelFormatException(file, prefix + field, what);
+        }
+
+        /** A positive int; {@code fallback} when absent (refused as missing when fallback is null). */
+        public int positive(String field, Integer fallback) {
+            JsonNode v = node(field);
+            if (v == null) {
+                if (fallback == null) throw bad(field, "missing");
+                return fallback;
+            }
+            if (!v.isIntegralNumber() || !v.canConvertToInt() || v.asInt() <= 0) throw bad(field, "must be a positive integer, found " + v);
+            return v.asInt();
+        }
+
+        public double number(String field, double fallback) {
+            return optionalNumber(field).orElse(fallback);
+        }
+
+        public Optional<Double> optionalNumber(String field) {
+            JsonNode v = node(field);
+            if (v == null) return Optional.empty();
+            if (!v.isNumber()) throw bad(field, "must be a number, found " + v);
+            return Optional.of(v.asDouble());
+        }
+
+        public boolean bool(String field, boolean fallback) {
+            JsonNode v = node(field);
+            if (v == null) return fallback;
+            if (!v.isBoolean()) throw bad(field, "must be true or false, found " + v);
+            return v.asBoolean();
+        }
+
+        /** A list of strings, or empty when absent. */
+        public Optional<java.util.List<String>> strings(String field) {
+            JsonNode v = node(field);
+            if (v == null) return Optional.empty();
+            if (!v.isArray()) throw bad(field, "must be a list of strings, found " + v);
+            java.util.List<String> out = new java.util.ArrayList<>();
+            for (JsonNode e : v) {
+                if (!e.isTextual()) throw bad(field, "must be a list of strings, found element " + e);
+                out.add(e.asText());
+            }
+            return Optional.of(out);
+        }
+
+        /** A list of non-negative ints, or empty when absent. */
+        public Optional<int[]> ints(String field) {
+            JsonNode v = node(field);
+            if (v == null) return Optional.empty();
+            if (!v.isArray()) throw bad(field, "must be a list of integers, found " + v);
+            int[] out = new int[v.size()];
+            for (int i = 0; i < out.length; i++) {
+                JsonNode e = v.get(i);
+                if (!e.isIntegralNumber() || !e.canConvertToInt() || e.asInt() < 0) throw bad(field, "must be a list of non-negative integers, found element " + e);
+                out[i] = e.asInt();
+            }
+            return Optional.of(out);
+        }
     }
 
     /** The first of {@code architectures}, or null. */

@@ -31,13 +31,65 @@ public final class HfTensorNames {
             {"mlp.gate_proj", "ffn_gate"},
             {"mlp.up_proj", "ffn_up"},
             {"mlp.down_proj", "ffn_down"},
+            // Qwen3.5 / Qwen3-Next: Gated DeltaNet layers (llama.cpp's names)
+            {"linear_attn.in_proj_qkv", "attn_qkv"},
+            {"linear_attn.in_proj_z", "attn_gate"},
+            {"linear_attn.in_proj_b", "ssm_beta"},
+            {"linear_attn.in_proj_a", "ssm_alpha"},
+            {"linear_attn.in_proj_qkvz", "ssm_in"},
+            {"linear_attn.in_proj_ba", "ssm_ba"},
+            {"linear_attn.conv1d", "ssm_conv1d"},
+            {"linear_attn.norm", "ssm_norm"},
+            {"linear_attn.out_proj", "ssm_out"},
+            // mixtures of experts: router, stacked experts (Ollama's blobs, mlx-lm's switch_mlp), shared expert
+            {"mlp.gate", "ffn_gate_inp"},
+            {"mlp.experts.gate_up_proj", "ffn_gate_up_exps"},
+            {"mlp.experts.gate_proj", "ffn_gate_exps"},
+            {"mlp.experts.up_proj", "ffn_up_exps"},
+            {"mlp.experts.down_proj", "ffn_down_exps"},
+            {"mlp.switch_mlp.gate_proj", "ffn_gate_exps"},
+            {"mlp.switch_mlp.up_proj", "ffn_up_exps"},
+            {"mlp.switch_mlp.down_proj", "ffn_down_exps"},
+            {"mlp.shared_expert.gate_proj", "ffn_gate_shexp"},
+            {"mlp.shared_expert.up_proj", "ffn_up_shexp"},
+            {"mlp.shared_expert.down_proj", "ffn_down_shexp"},
+            {"mlp.shared_expert_gate", "ffn_gate_inp_shexp"},
+    };
+    /**
+     * Layer tensors that Hugging Face names without a {@code .weight} suffix. {@code A_log} keeps its own name
+     * ({@code ssm_a_log}): llama.cpp's {@code ssm_a} holds −exp(A_log), a different value.
+     */
+    private static final String[][] BARE = {
+            {"linear_attn.A_log", "ssm_a_log"},
+            {"linear_attn.dt_bias", "ssm_dt.bias"},
+            {"mlp.experts.gate_up_proj", "ffn_gate_up_exps.weight"},
+            {"mlp.experts.down_proj", "ffn_down_exps.weight"},
+    };
+    /** Prefixes that stand for {@code model.}: Qwen3.5's language model inside a vision-language checkpoint (HF, mlx-lm). */
+    private static final String[][] PREFIXES = {
+            {"model.language_model.", "model."},
+            {"language_model.model.", "model."},
+            {"language_model.lm_head.", "lm_head."},
     };
     private static final Pattern HF_LAYER = Pattern.compile("model\\.layers\\.(\\d+)\\.(.+)\\.([a-z_]+)");
     private static final Pattern GGUF_LAYER = Pattern.compile("blk\\.(\\d+)\\.(.+)\\.([a-z_]+)");
+    private static final Pattern HF_LAYER_BARE = Pattern.compile("model\\.layers\\.(\\d+)\\.(.+)");
+    private static final Pattern GGUF_LAYER_BARE = Pattern.compile("blk\\.(\\d+)\\.(.+)");
     private static final Pattern HF_GLOBAL = Pattern.compile("(.+)\\.([a-z_]+)");
 
     /** The GGUF name of a Hugging Face tensor name, or empty when it has none (rotary caches, vision towers, …). */
-    public static Optional<String> toGguf(String hf) {
+    public static Optional<String> toGguf(String name) {
+        String hf = name;
+        for (String[] p : PREFIXES) {
+            if (hf.startsWith(p[0])) {
+                hf = p[1] + hf.substring(p[0].length());
+                break;
+            }
+        }
+        Matcher bare = HF_LAYER_BARE.matcher(hf);
+        if (bare.matches()) {
+            for (String[] p : BARE) if (p[0].equals(bare.group(2))) return Optional.of("blk." + bare.group(1) + "." + p[1]);
+        }
         Matcher m = HF_LAYER.matcher(hf);
         if (m.matches()) {
             for (String[] p : LAYER) if (p[0].equals(m.group(2))) return Optional.of("blk." + m.group(1) + "." + p[1] + "." + m.group(3));
@@ -52,6 +104,10 @@ public final class HfTensorNames {
 
     /** The Hugging Face name of a GGUF tensor name, or empty when it has none ({@code rope_freqs.weight}). */
     public static Optional<String> toHf(String gguf) {
+        Matcher bare = GGUF_LAYER_BARE.matcher(gguf);
+        if (bare.matches()) {
+            for (String[] p : BARE) if (p[1].equals(bare.group(2))) return Optional.of("model.layers." + bare.group(1) + "." + p[0]);
+        }
         Matcher m = GGUF_LAYER.matcher(gguf);
         if (m.matches()) {
             for (String[] p : LAYER) if (p[1].equals(m.group(2))) return Optional.of("model.layers." + m.group(1) + "." + p[0] + "." + m.group(3));

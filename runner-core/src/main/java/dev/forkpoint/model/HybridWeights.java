@@ -1,0 +1,232 @@
+package dev.forkpoint.model;
+
+import dev.forkpoint.backend.Backend;
+import dev.forkpoint.backend.ExpertWeights;
+import dev.forkpoint.backend.Weight;
+import dev.forkpoint.format.ModelFormatException;
+
+import java.util.Arrays;
+import java.util.function.IntConsumer;
+
+/**
+ * The weights of a Qwen3.5-family model (and Qwen3-MoE), by llama.cpp's GGUF tensor names, prepared on a backend:
+ * per layer a mixer (Gated DeltaNet or attention) and a feed-forward (dense or mixture of experts).
+ *
+ * <p>Values are brought to one convention at load: norm weights multiply directly (Qwen3.5's zero-centred
+ * {@code 1 + w} is added here when the tensors are Hugging Face's raw ones, detected as mlx-lm and Ollama do by the
+ * convolution's [C, 1, K] shape; mlx-lm folders and GGUF files hold them shifted already); the Gated DeltaNet
+ * decay is A_log (GGUF's {@code ssm_a} = −exp(A_log) is converted back); the convolution kernel is channels × K.
+ */
+record HybridWeights(Weight tokenEmbedding, Layer[] layers, Weight outputNorm, Weight output) {
+
+    record Layer(Weight attnNorm, Mixer mixer, Weight ffnNorm, FeedForward ffn) {}
+
+    sealed interface Mixer permits DeltaNet, Attention {}
+
+    /**
+     * A Gated DeltaNet mixer. Split layout (Qwen3.5): qkv, z, b, a projections. Fused layout (Qwen3-Next): qkvz and
+     * ba, whose rows are grouped per key head; {@code qkvColumns} … gather them into the split order.
+     */
+    record DeltaNet(Weight qkv, Weight z, Weight b, Weight a, Weight qkvz, Weight ba, int[] qkvColumns, int[] zColumns,
+                    int[] bColumns, int[] aColumns, Weight conv, Weight aLog, Weight dtBias, Weight norm, Weight out) implements Mixer {
+        boolean fused() { return qkvz != null; }
+    }
+
+    /** Attention; with an output gate, wq's rows hold per head the query's then the gate's headDim rows. */
+    record Attention(Weight wq, Weight wk, Weight wv, Weight wo, Weight qNorm, Weight kNorm) implements Mixer {}
+
+    sealed interface FeedForward permits Dense, Sparse {}
+
+    record Dense(Weight gate, Weight up, Weight down) implements FeedForward {}
+
+    /** The experts, and optionally a shared expert whose output is scaled by sigmoid(x · sharedGateᵀ). */
+    record Sparse(ExpertWeights experts, Dense shared, Weight sharedGate) implements FeedForward {}
+
+    static HybridWeights load(ModelTensors f, Backend b, ModelConfig c, boolean zeroCentredNorms, IntConsumer tensorLoaded) {
+        var l = new Loader(f, b, tensorLoaded);
+        String lastLayer = "blk." + (c.layers() - 1) + ".attn_norm.weight";
+        if (f.shape(lastLayer).isEmpty()) {
+            throw new ModelFormatException(f.path(), "tensor " + lastLayer, "missing: the model declares " + c.layers()
+                    + " layers (block_count / num_hidden_layers)");
+        }
+        boolean shift = zeroCentredNorms && rawHfNorms(f, c);
+        Weight embd = l.get("token_embd.weight", c.dim(), c.vocabSize());
+        Layer[] layers = new Layer[c.layers()];
+        for (int i = 0; i < layers.length; i++) {
+            String p = "blk." + i + ".";
+            Weight attnNorm = l.norm(p + "attn_norm.weight", c.dim(), shift);
+            Mixer mixer = c.isLinear(i) ? deltaNet(l, p, c) : attention(l, p, c, shift);
+            String ffnNormName = f.shape(p + "ffn_norm.weight").isPresent() ? p + "ffn_norm.weight" : p + "post_attention_norm.weight";
+            Weight ffnNorm = l.norm(ffnNormName, c.dim(), shift);
+            FeedForward ffn = c.experts() != null && c.experts().isSparse(i) ? sparse(l, p, c) : dense(l, p, c.dim(), c.ffnDim(), "");
+            layers[i] = new Layer(attnNorm, mixer, ffnNorm, ffn);
+        }
+        Weight norm = l.norm("output_norm.weight", c.dim(), shift);
+        Weight output = f.shape("output.weight").isPresent() ? l.get("output.weight", c.dim(), c.vocabSize()) : embd;
+        return new HybridWeights(embd, layers, norm, output);
+    }
+
+    /** Hugging Face's raw checkpoints: the first convolution kernel still [C, 1, K] (GGML order [K, 1, C], K > 1). */
+    private static boolean rawHfNorms(ModelTensors f, ModelConfig c) {
+        for (int i = 0; i < c.layers(); i++) {
+            if (!c.isLinear(i)) continue;
+            long[] s = f.shape("blk." + i + ".ssm_conv1d.weight").orElse(null);
+            return s != null && s.length == 3 && s[0] != 1;
+        }
+        return true;   // no linear layer: zero-centred norms as Hugging Face stores them
+    }
+
+    private static DeltaNet deltaNet(Loader l, String p, ModelConfig c) {
+        LinearAttention la = c.linear();
+        int hk = la.keyHeads(), hv = la.valueHeads(), dk = la.keyDim(), dv = la.valueDim(), r = hv / hk;
+        int channels = la.convChannels(), value = hv * dv;
+        Weight qkv = null, z = null, b = null, a = null, qkvz = null, ba = null;
+        int[] qkvCols = null, zCols = null, bCols = null, aCols = null;
+        if (l.f.shape(p + "attn_qkv.weight").isPresent()) {
+            qkv = l.get(p + "attn_qkv.weight", c.dim(), channels);
+            z = l.get(p + "attn_gate.weight", c.dim(), value);
+            b = l.get(p + "ssm_beta.weight", c.dim(), hv);
+            a = l.get(p + "ssm_alpha.weight", c.dim(), hv);
+        } else {
+            // Qwen3-Next: per key head [q(dk) k(dk) v(r·dv) z(r·dv)] and [b(r) a(r)]
+            qkvz = l.get(p + "ssm_in.weight", c.dim(), channels + value);
+            ba = l.get(p + "ssm_ba.weight", c.dim(), 2 * hv);
+            int block = 2 * dk + 2 * r * dv;
+            qkvCols = new int[channels];
+            zCols = new int[value];
+            int o = 0;
+            for (int h = 0; h < hk; h++) for (int i = 0; i < dk; i++) qkvCols[o++] = h * block + i;
+            for (int h = 0; h < hk; h++) for (int i = 0; i < dk; i++) qkvCols[o++] = h * block + dk + i;
+            for (int h = 0; h < hk; h++) for (int i = 0; i < r * dv; i++) qkvCols[o++] = h * block + 2 * dk + i;
+            for (int h = 0, zo = 0; h < hk; h++) for (int i = 0; i < r * dv; i++) zCols[zo++] = h * block + 2 * dk + r * dv + i;
+            bCols = new int[hv];
+            aCols = new int[hv];
+            for (int h = 0, o2 = 0; h < hk; h++) {
+                for (int j = 0; j < r; j++, o2++) {
+                    bCols[o2] = h * 2 * r + j;
+                    aCols[o2] = h * 2 * r + r + j;
+                }
+            }
+        }
+        float[] kernel = l.floats(p + "ssm_conv1d.weight", (long) channels * la.convKernel());
+        Weight conv = l.host(p + "ssm_conv1d.weight", kernel, channels, la.convKernel());
+        float[] aLog;
+        if (l.f.shape(p + "ssm_a_log").isPresent()) {
+            aLog = l.floats(p + "ssm_a_log", hv);
+        } else {
+            float[] negA = l.floats(p + "ssm_a", hv);   // llama.cpp: −exp(A_log)
+            aLog = new float[hv];
+            for (int j = 0; j < hv; j++) {
+                if (!(negA[j] < 0)) throw new ModelFormatException(l.f.path(), "tensor " + p + "ssm_a", "element " + j + " is " + negA[j] + ", expected −exp(A_log) < 0");
+                aLog[j] = (float) Math.log(-(double) negA[j]);
+            }
+        }
+        Weight aLogW = l.host(p + "ssm_a_log", aLog, 1, hv);
+        Weight dtBias = l.host(p + "ssm_dt.bias", l.floats(p + "ssm_dt.bias", hv), 1, hv);
+        Weight norm = l.get(p + "ssm_norm.weight", dv);
+        Weight out = l.get(p + "ssm_out.weight", value, c.dim());
+        return new DeltaNet(qkv, z, b, a, qkvz, ba, qkvCols, zCols, bCols, aCols, conv, aLogW, dtBias, norm, out);
+    }
+
+    private static Attention attention(Loader l, String p, ModelConfig c, boolean shift) {
+        int q = c.heads() * c.headDim(), kv = c.kvDim();
+        return new Attention(
+                l.get(p + "attn_q.weight", c.dim(), c.gatedAttention() ? 2 * q : q),
+                l.get(p + "attn_k.weight", c.dim(), kv),
+                l.get(p + "attn_v.weight", c.dim(), kv),
+                l.get(p + "attn_output.weight", q, c.dim()),
+                l.norm(p + "attn_q_norm.weight", c.headDim(), shift),
+                l.norm(p + "attn_k_norm.weight", c.headDim(), shift));
+    }
+
+    private static Dense dense(Loader l, String p, int dim, int ffn, String suffix) {
+        return new Dense(l.get(p + "ffn_gate" + suffix + ".weight", dim, ffn), l.get(p + "ffn_up" + suffix + ".weight", dim, ffn),
+                l.get(p + "ffn_down" + suffix + ".weight", ffn, dim));
+    }
+
+    private static Sparse sparse(Loader l, String p, ModelConfig c) {
+        Experts e = c.experts();
+        int n = e.count(), ffn = e.ffnDim(), dim = c.dim();
+        Weight router = l.get(p + "ffn_gate_inp.weight", dim, n);
+        ExpertWeights.ExpertRows gate, up;
+        if (l.f.shape(p + "ffn_gate_up_exps.weight").isPresent()) {
+            Weight gateUp = l.matrix(p + "ffn_gate_up_exps.weight", dim, (long) n * 2 * ffn);
+            gate = new ExpertWeights.ExpertRows(gateUp, 2 * ffn, 0, ffn);
+            up = new ExpertWeights.ExpertRows(gateUp, 2 * ffn, ffn, ffn);
+        } else {
+            gate = new ExpertWeights.ExpertRows(l.matrix(p + "ffn_gate_exps.weight", dim, (long) n * ffn), ffn, 0, ffn);
+            up = new ExpertWeights.ExpertRows(l.matrix(p + "ffn_up_exps.weight", dim, (long) n * ffn), ffn, 0, ffn);
+        }
+        var down = new ExpertWeights.ExpertRows(l.matrix(p + "ffn_down_exps.weight", ffn, (long) n * dim), dim, 0, dim);
+        ExpertWeights experts = new ExpertWeights(router, gate, up, down, n, e.topK(), e.renormalize());
+        Dense shared = null;
+        Weight sharedGate = null;
+        if (e.sharedFfnDim() > 0) {
+            shared = dense(l, p, dim, e.sharedFfnDim(), "_shexp");
+            String g = p + "ffn_gate_inp_shexp.weight";
+            sharedGate = l.host(g, l.floats(g, dim), 1, dim);
+        }
+        return new Sparse(experts, shared, sharedGate);
+    }
+
+    /** Loads and checks tensors, counting them for progress. */
+    private static final class Loader {
+        final ModelTensors f;
+        final Backend b;
+        final IntConsumer tensorLoaded;
+        int loaded;
+
+        Loader(ModelTensors f, Backend b, IntConsumer tensorLoaded) {
+            this.f = f;
+            this.b = b;
+            this.tensorLoaded = tensorLoaded;
+        }
+
+        long[] shape(String name) {
+            return f.shape(name).orElseThrow(() -> new ModelFormatException(f.path(), "tensor " + name, "missing"));
+        }
+
+        Weight get(String name, long... expected) {
+            long[] actual = shape(name);
+            if (!Arrays.equals(actual, expected)) {
+                throw new ModelFormatException(f.path(), "tensor " + name, "shape " + Arrays.toString(actual) + ", expected " + Arrays.toString(expected));
+            }
+            return counted(f.weight(name, b));
+        }
+
+        /** A matrix of {@code cols} inputs and {@code rows} rows however it is stacked ([E, out, in] or flattened). */
+        Weight matrix(String name, long cols, long rows) {
+            long[] s = shape(name);
+            long r = 1;
+            for (int i = 1; i < s.length; i++) r *= s[i];
+            if (s[0] != cols || r != rows) {
+                throw new ModelFormatException(f.path(), "tensor " + name, "shape " + Arrays.toString(s) + " is not " + rows + " rows of " + cols);
+            }
+            return counted(f.weight(name, b));
+        }
+
+        float[] floats(String name, long count) {
+            shape(name);
+            float[] v = f.floats(name);
+            if (v.length != count) throw new ModelFormatException(f.path(), "tensor " + name, v.length + " values, expected " + count);
+            return v;
+        }
+
+        /** A norm weight of {@code n}, plus 1 when the tensor holds Qwen3.5's zero-centred form. */
+        Weight norm(String name, int n, boolean shift) {
+            if (!shift) return get(name, n);
+            float[] v = floats(name, n);
+            for (int i = 0; i < n; i++) v[i] += 1f;
+            return host(name, v, 1, n);
+        }
+
+        Weight host(String name, float[] values, int rows, int cols) {
+            return counted(b.weight(name, values, rows, cols));
+        }
+
+        private Weight counted(Weight w) {
+            tensorLoaded.accept(++loaded);
+            return w;
+        }
+    }
+}

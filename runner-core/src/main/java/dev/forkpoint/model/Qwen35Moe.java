@@ -1,0 +1,18 @@
+package dev.forkpoint.model;
+
+import dev.forkpoint.backend.Backend;
+
+import java.util.function.IntConsumer;
+
+/** Qwen3.5-MoE / Qwen3.6-35B-A3B: the Qwen3.5 mixers over a mixture of experts with a gated shared expert in every layer. */
+record Qwen35Moe() implements Architecture.Spec {
+    public String name() { return "qwen35moe"; }
+
+    public String hfModelType() { return "qwen3_5_moe"; }
+
+    public boolean ggufNeoxRope() { return true; }
+
+    public Architecture load(ModelConfig config, ModelTensors tensors, Backend backend, IntConsumer tensorLoaded) {
+        return new HybridTransformer(config, HybridWeights.load(tensors, backend, config, true, tensorLoaded));
+    }
+}
