@@ -4,6 +4,7 @@ import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.function.Consumer;
 
 /**
  * A test engine that drives the cache the way the real one will: match, (stateful: restore the checkpoint and
@@ -21,17 +22,24 @@ final class ToyEngine {
     private final int ladderCount;
     /** Checkpoints are 8 bytes of state plus 0 .. padding bytes (varying with the offset). */
     private final int padding;
+    /** Called after each cache call (match, insert) with the request's live sequence. */
+    private final Consumer<SequenceKv> afterCacheCall;
 
     ToyEngine(RadixCache cache, boolean stateful, int chunk) {
-        this(cache, stateful, chunk, -1, 0);
+        this(cache, stateful, chunk, -1, 0, s -> {});
     }
 
     ToyEngine(RadixCache cache, boolean stateful, int chunk, int ladderCount, int padding) {
+        this(cache, stateful, chunk, ladderCount, padding, s -> {});
+    }
+
+    ToyEngine(RadixCache cache, boolean stateful, int chunk, int ladderCount, int padding, Consumer<SequenceKv> afterCacheCall) {
         this.cache = cache;
         this.stateful = stateful;
         this.chunk = chunk;
         this.ladderCount = ladderCount;
         this.padding = padding;
+        this.afterCacheCall = afterCacheCall;
     }
 
     /** {@link #run(CacheNamespace, int[], int[], int, int[])} with the ladder down to the prompt's start. */
@@ -43,6 +51,7 @@ final class ToyEngine {
     Result run(CacheNamespace ns, int[] prompt, int[] reply, int ladderFloor, int[] messageBoundaries) {
         CacheMatch m = cache.match(ns, prompt);
         try (SequenceKv seq = m.sequence()) {
+            afterCacheCall.accept(seq);
             String bad = KvOracle.mismatch(seq, prompt, m.matchedTokens());
             if (bad != null) throw new AssertionError("restored KV differs: " + bad);
             int resume = m.matchedTokens();
@@ -75,6 +84,7 @@ final class ToyEngine {
             while (pos < all.length) state = step(seq, all, pos, ++pos, state);
             if (stateful && all.length > prompt.length) captured.add(new CheckpointAt(all.length, bytes(state, all.length)));
             cache.insert(ns, all, seq, captured);
+            afterCacheCall.accept(seq);
             return new Result(prompt.length, m.matchedTokens(), resume, prompt.length - resume, promptState, all);
         }
     }
