@@ -18,8 +18,10 @@ import java.util.TreeSet;
  * <p>The ladder: besides the fork point, the message boundaries and the prompt end, a stateful engine captures
  * checkpoints at promptTokens − 1, − 2, − 4, − 8, … down to the start of the prompt's last message. A later prompt that
  * differs from this one in its last k tokens (matching promptTokens − k) then finds a checkpoint at or before its
- * divergence but less than k tokens before it (the rung promptTokens − 2^⌈log2 k⌉), so editing or regenerating the end
- * of a prompt costs O(k) tokens instead of the whole last message, for O(log n) checkpoints per prompt.
+ * divergence but less than k tokens before it (the rung promptTokens − 2^⌈log2 k⌉, or this request's own resume point
+ * when that is deeper), provided the divergence lies in the last message, this request resumed at or before it, and
+ * the checkpoint has not been evicted since. Editing or regenerating the end of a prompt then costs O(k) tokens instead
+ * of the whole last message, for O(log n) checkpoints per prompt.
  */
 public record CacheMatch(SequenceKv sequence, int promptTokens, int matchedTokens, Optional<CheckpointAt> checkpoint) {
 
