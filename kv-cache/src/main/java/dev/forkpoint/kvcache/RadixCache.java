@@ -4,6 +4,7 @@ import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -23,11 +24,19 @@ import java.util.function.Consumer;
  *     they hold the KV of the path's tokens for positions [floor(start/P)·P, end). When start is not a page boundary the
  *     first page may be the parent's last page (after a split) or a copy of it (after copy-on-write).</li>
  * <li>Locks: a node's lockRef is the number of live sequences whose locked node is it or a descendant. Locked nodes
- *     are never evicted.</li>
- * <li>Eviction removes unlocked leaves, least recently used first (a logical clock stamped on every node a match
- *     or insert passes), until enough pool pages are free; a node's checkpoint goes with it.</li>
- * <li>Checkpoints: at most one per node, describing the state after exactly {@code end()} tokens of its path; their
- *     bytes sum to {@link CacheStats#checkpointBytes()} ≤ the checkpoint budget.</li>
+ *     are never evicted, but their checkpoints may be dropped (invariant 6).</li>
+ * <li>KV eviction removes unlocked leaves, least recently used first (a logical clock stamped on every node a match
+ *     or insert passes), until enough pool pages are free, and only for that: never to make room for checkpoints. A
+ *     node's checkpoint goes with it.</li>
+ * <li>Checkpoints: at most one per node (never the root), describing the state after exactly {@code end()} tokens of
+ *     its path; their bytes sum to {@link CacheStats#checkpointBytes()} ≤ the checkpoint budget, at all times.</li>
+ * <li>Checkpoint eviction is least recently used over checkpoints, separately from KV: each checkpoint has its own
+ *     stamp from the same clock, set when it is stored (or offered again where it exists) and when a match returns it
+ *     (the deepest checkpoint on the matched path; the shallower ones it passes are not stamped). A checkpoint that
+ *     does not fit drops the least recently used ones, on any node, locked or not, until it fits; its node and KV stay.
+ *     Dropping one whose path a sequence holds is safe: a checkpoint is immutable and the engine copies it on
+ *     restore, so a sequence never depends on the cache still holding it. One bigger than the whole budget is refused
+ *     (and drops nothing). {@code checkpointLru} lists exactly the nodes with a checkpoint, oldest stamp first.</li>
  * <li>Nothing is copied on a split: both halves reference the boundary page.</li>
  * </ol>
  * Metadata per cached token: 4 bytes of token id in the edge's int[], 4 bytes per P tokens of page id, and one node
@@ -48,6 +57,10 @@ public final class RadixCache {
     private int checkpoints;
     private long checkpointBytes;
     private long evictedNodes;
+    private long evictedCheckpoints;
+    private long refusedCheckpoints;
+    /** The nodes holding a checkpoint, least recently used checkpoint first (ascending checkpointAccess). */
+    private final LinkedHashSet<RadixNode> checkpointLru = new LinkedHashSet<>();
 
     /** A cache over {@code pool} (which then evicts through it when full), with a budget for checkpoint bytes. */
     public RadixCache(PagePool pool, long checkpointBudgetBytes) {
@@ -65,7 +78,8 @@ public final class RadixCache {
 
     /**
      * The longest cached prefix of {@code tokens} in {@code namespace}, at most {@code tokens.length − 1} tokens, as a
-     * new locked sequence. A match ending inside an edge splits it (no KV is copied).
+     * new locked sequence, with the deepest checkpoint on the matched path (whose recency it refreshes). A match ending
+     * inside an edge splits it (no KV is copied).
      */
     public synchronized CacheMatch match(CacheNamespace namespace, int[] tokens) {
         requireTokens(tokens);
@@ -95,8 +109,11 @@ public final class RadixCache {
         lockPath(node, 1);
         sequence.lockedNode = node;
         sequence.lockOwner = this;
-        Optional<CheckpointAt> checkpoint = deepestCheckpoint == null ? Optional.empty()
-                : Optional.of(new CheckpointAt(deepestCheckpoint.end(), deepestCheckpoint.checkpoint));
+        Optional<CheckpointAt> checkpoint = Optional.empty();
+        if (deepestCheckpoint != null) {
+            touchCheckpoint(deepestCheckpoint);
+            checkpoint = Optional.of(new CheckpointAt(deepestCheckpoint.end(), deepestCheckpoint.checkpoint));
+        }
         return new CacheMatch(sequence, tokens.length, d, checkpoint);
     }
 
@@ -107,9 +124,11 @@ public final class RadixCache {
 
     /**
      * Caches {@code tokens} (the first tokens.length committed positions of {@code sequence}), adopting the sequence's
-     * pages for the part not cached yet, and stores the given checkpoints at their exact offsets (splitting edges
-     * there; a checkpoint that cannot fit the budget even after eviction is dropped, as is one where a checkpoint
-     * exists already). The sequence's lock moves to the node ending at tokens.length and is held until it is closed.
+     * pages for the part not cached yet, and stores the given checkpoints at their exact offsets, shallowest first
+     * (splitting edges there). A checkpoint that does not fit the budget drops the least recently used checkpoints
+     * until it fits (no KV is evicted for it); one bigger than the whole budget is refused, and one where a checkpoint
+     * exists already only refreshes that one's recency. The sequence's lock moves to the node ending at tokens.length
+     * and is held until it is closed.
      */
     public synchronized void insert(CacheNamespace namespace, int[] tokens, SequenceKv sequence,
                                     List<CheckpointAt> checkpointsToStore) {
@@ -122,6 +141,9 @@ public final class RadixCache {
         for (CheckpointAt c : checkpointsToStore) {
             if (c.offset() > tokens.length) {
                 throw new IllegalArgumentException("insert: checkpoint at offset " + c.offset() + " beyond the " + tokens.length + " inserted tokens");
+            }
+            if (c.checkpoint().byteSize() < 0) {
+                throw new IllegalArgumentException("insert: checkpoint at offset " + c.offset() + " has negative size " + c.checkpoint().byteSize());
             }
         }
         long now = ++clock;
@@ -167,7 +189,8 @@ public final class RadixCache {
     public synchronized CacheStats stats() {
         long metadata = (long) nodes * NODE_OVERHEAD_BYTES + 4 * cachedTokens + 4 * pageRefs;
         return new CacheStats(nodes, cachedTokens, metadata, checkpoints, checkpointBytes, checkpointBudgetBytes,
-                pool.usedPages(), pool.freePages(), pool.totalPages(), pool.usedBytes(), pool.budgetBytes(), evictedNodes);
+                pool.usedPages(), pool.freePages(), pool.totalPages(), pool.usedBytes(), pool.budgetBytes(), evictedNodes,
+                evictedCheckpoints, refusedCheckpoints);
     }
 
     // ---- package-private: sequences and tests ----
@@ -188,6 +211,11 @@ public final class RadixCache {
             action.accept(node);
             if (node.children != null) stack.addAll(node.children.values());
         }
+    }
+
+    /** The nodes holding a checkpoint, least recently used checkpoint first. */
+    synchronized List<RadixNode> checkpointsByRecency() {
+        return List.copyOf(checkpointLru);
     }
 
     synchronized Map<CacheNamespace, RadixNode> roots() {
@@ -229,7 +257,13 @@ public final class RadixCache {
         return upper;
     }
 
+    /** Stores {@code at} on the node ending at its offset of the (inserted, locked) path {@code tokens}. */
     private void storeCheckpoint(RadixNode root, int[] tokens, CheckpointAt at) {
+        long size = at.checkpoint().byteSize();
+        if (size > checkpointBudgetBytes) {
+            refusedCheckpoints++;
+            return;
+        }
         int offset = at.offset();
         RadixNode node = root;
         while (node.end() < offset) {
@@ -237,12 +271,37 @@ public final class RadixCache {
             if (child.end() > offset) child = split(child, offset);
             node = child;
         }
-        long size = at.checkpoint().byteSize();
-        if (node.checkpoint != null || size > checkpointBudgetBytes) return;
-        if (!evictUntil(() -> checkpointBytes + size <= checkpointBudgetBytes)) return;
+        if (node.checkpoint != null) {
+            touchCheckpoint(node);
+            return;
+        }
+        dropCheckpointsUntil(checkpointBudgetBytes - size);
         node.checkpoint = at.checkpoint();
         checkpoints++;
         checkpointBytes += size;
+        touchCheckpoint(node);
+    }
+
+    /** Drops least recently used checkpoints (their nodes stay) until their bytes are at most {@code bytes} (≥ 0). */
+    private void dropCheckpointsUntil(long bytes) {
+        while (checkpointBytes > bytes) {
+            dropCheckpoint(checkpointLru.getFirst());
+        }
+    }
+
+    private void dropCheckpoint(RadixNode node) {
+        checkpointLru.remove(node);
+        checkpoints--;
+        checkpointBytes -= node.checkpoint.byteSize();
+        node.checkpoint = null;
+        evictedCheckpoints++;
+    }
+
+    /** Makes {@code node}'s checkpoint the most recently used one. */
+    private void touchCheckpoint(RadixNode node) {
+        node.checkpointAccess = ++clock;
+        checkpointLru.remove(node);
+        checkpointLru.add(node);
     }
 
     private boolean evictUntil(BooleanSupplier enough) {
@@ -268,11 +327,7 @@ public final class RadixCache {
     private void remove(RadixNode leaf) {
         leaf.parent.children.remove(leaf.tokens[0]);
         pool.release(leaf.pages, 0, leaf.pages.length);
-        if (leaf.checkpoint != null) {
-            checkpoints--;
-            checkpointBytes -= leaf.checkpoint.byteSize();
-            leaf.checkpoint = null;
-        }
+        if (leaf.checkpoint != null) dropCheckpoint(leaf);
         nodes--;
         cachedTokens -= leaf.tokens.length;
         pageRefs -= leaf.pages.length;

@@ -20,6 +20,8 @@ final class RadixNode {
     long lastAccess;
     /** State after exactly end() tokens, or null. */
     Checkpoint checkpoint;
+    /** The clock when {@link #checkpoint} was last stored or returned by a match (its own LRU stamp). */
+    long checkpointAccess;
 
     RadixNode(RadixNode parent, int start, int[] tokens, int[] pages) {
         this.parent = parent;

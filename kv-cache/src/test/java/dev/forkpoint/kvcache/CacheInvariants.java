@@ -85,6 +85,14 @@ final class CacheInvariants {
         require(st.cachedTokens() == tokens[0], "stats tokens");
         require(st.checkpoints() == cps[0] && st.checkpointBytes() == cpBytes[0], "stats checkpoints");
         require(st.checkpointBytes() <= st.checkpointBudgetBytes(), "checkpoints over budget");
+        List<RadixNode> byRecency = cache.checkpointsByRecency();
+        require(byRecency.size() == cps[0], "checkpoint LRU lists " + byRecency.size() + " nodes, the tree holds " + cps[0] + " checkpoints");
+        long previous = Long.MIN_VALUE;
+        for (RadixNode n : byRecency) {
+            require(n.checkpoint != null && expectedLocks.containsKey(n), "checkpoint LRU lists a node without a checkpoint or not in the tree");
+            require(n.checkpointAccess > previous, "checkpoint LRU not in ascending stamp order");
+            previous = n.checkpointAccess;
+        }
     }
 
     /** The node's pages hold the oracle KV of its path for positions [floor(start/P)·P, end). */

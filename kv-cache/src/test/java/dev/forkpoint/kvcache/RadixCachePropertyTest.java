@@ -20,6 +20,9 @@ import net.jqwik.api.constraints.IntRange;
  * Random sequences of requests (match + evaluate + insert), extend, failing steps (rollback), insert, fork, truncate,
  * out-of-range truncate, close and evict, against a naive model: the list of token sequences inserted per namespace
  * and, for each live sequence, its committed tokens (whose KV is the oracle's). After every step all invariants hold.
+ * Then stateful chats through {@link ToyEngine} (fresh prompts, replies continued, edits of a prompt's last k tokens or
+ * of its first tokens, repeats): on small checkpoint budgets and pools, checkpoints stay within budget and exact while
+ * they are evicted; with the ladder and no eviction, an edit of the last k tokens resumes less than k before it.
  */
 class RadixCachePropertyTest {
     private static final CacheNamespace[] NAMESPACES = {CacheNamespace.of("m"), new CacheNamespace("m", "salt")};
@@ -226,6 +229,152 @@ class RadixCachePropertyTest {
                 assertTrue(known.stream().anyMatch(k -> k.length >= path.length && Arrays.equals(k, 0, path.length, path, 0, path.length)),
                         "the tree holds only prefixes of inserted sequences of its namespace");
             }
+        }
+    }
+
+    // ---- stateful chats through ToyEngine: checkpoint eviction and the ladder ----
+
+    /**
+     * One chat request. kind 0: a fresh prompt (tail); 1: an earlier request's prompt and reply plus a new message
+     * (tail); 2: an earlier prompt with its last k tokens changed (same length, the first changed one differs); 3: an
+     * earlier prompt with one of its first three tokens changed; 4: an earlier prompt again.
+     */
+    record Turn(int kind, int base, int k, int[] tail, int replyLength) {}
+
+    /** A request that completed (its prompt, reply and checkpoints inserted): what later turns build on. */
+    private record Past(int[] prompt, int[] committed, int floor, int resumedAt) {}
+
+    private static final int LADDER = 8;
+
+    @Provide
+    Arbitrary<List<Turn>> turns() {
+        Arbitrary<int[]> toks = Arbitraries.integers().between(0, 3).array(int[].class).ofMinSize(1).ofMaxSize(30);
+        Arbitrary<Integer> kind = Arbitraries.frequency(net.jqwik.api.Tuple.of(2, 0), net.jqwik.api.Tuple.of(3, 1),
+                net.jqwik.api.Tuple.of(4, 2), net.jqwik.api.Tuple.of(2, 3), net.jqwik.api.Tuple.of(1, 4));
+        return Combinators.combine(kind, Arbitraries.integers().between(0, 1000),
+                        Arbitraries.integers().between(1, 20), toks, Arbitraries.integers().between(0, 6))
+                .as(Turn::new).list().ofMinSize(2).ofMaxSize(25);
+    }
+
+    /**
+     * On a small checkpoint budget (checkpoints of 8 .. 8 + padding bytes, some bigger than the whole budget) and a
+     * small KV pool: after every match and insert the checkpoint bytes are within the budget and every invariant
+     * holds (each stored checkpoint is the state of its path, the LRU order lists exactly the stored ones); every
+     * checkpoint a match returns restores the state of exactly the matched prompt's prefix (ToyEngine checks it).
+     */
+    @Property(tries = 300)
+    void statefulChatsOnSmallBudgetsKeepCheckpointsExactAndWithinBudget(
+            @ForAll("turns") List<Turn> turns, @ForAll @IntRange(min = 8, max = 48) int budget, @ForAll @IntRange(min = 0, max = 24) int padding,
+            @ForAll @IntRange(min = 8, max = 60) int pages, @ForAll @IntRange(min = 1, max = 5) int pageTokens, @ForAll @IntRange(min = 1, max = 9) int chunk) {
+        KvLayout layout = new KvLayout(2, 3, KvElementType.F16, pageTokens);
+        try (PagePool pool = new PagePool(layout, pages * layout.pageBytes())) {
+            RadixCache cache = new RadixCache(pool, budget);
+            ToyEngine engine = new ToyEngine(cache, true, chunk, LADDER, padding, seq -> {
+                assertTrue(cache.stats().checkpointBytes() <= budget, "checkpoint bytes within the budget");
+                CacheInvariants.check(cache, List.of(seq));
+            });
+            int[] exhausted = {0};
+            int[] resumed = {0, 0};
+            chat(cache, engine, turns, exhausted, (turn, past, r) -> {
+                if (r.resumedAt() > 0) resumed[0]++;
+                if (r.resumedAt() > 0 && cache.stats().evictedCheckpoints() > 0) resumed[1]++;
+            });
+            CacheStats st = cache.stats();
+            Statistics.label("checkpoints evicted").collect(st.evictedCheckpoints() > 0);
+            Statistics.label("checkpoints refused").collect(st.refusedCheckpoints() > 0);
+            Statistics.label("kv nodes evicted").collect(st.evictedNodes() > 0);
+            Statistics.label("kv budget exhausted").collect(exhausted[0] > 0);
+            Statistics.label("resumed from a checkpoint").collect(resumed[0] > 0);
+            Statistics.label("resumed from a checkpoint after checkpoint evictions").collect(resumed[1] > 0);
+            cache.evictAll();
+            assertEquals(0, pool.usedPages());
+            assertEquals(0, cache.stats().checkpoints());
+        }
+    }
+
+    /**
+     * With the ladder and nothing evicted (a large budget and pool), a prompt equal to an earlier one except its last
+     * k tokens resumes less than k tokens before its divergence (within the 2k + 1 the ladder promises), provided the
+     * earlier request itself resumed at or before that divergence and the divergence lies in its last message.
+     */
+    @Property(tries = 300)
+    void withTheLadderAnEditOfTheLastKTokensResumesWithinKOfTheDivergence(
+            @ForAll("turns") List<Turn> turns, @ForAll @IntRange(min = 1, max = 5) int pageTokens, @ForAll @IntRange(min = 1, max = 9) int chunk) {
+        KvLayout layout = new KvLayout(1, 2, KvElementType.F16, pageTokens);
+        try (PagePool pool = new PagePool(layout, 4096L * layout.pageBytes())) {
+            RadixCache cache = new RadixCache(pool, 1 << 30);
+            ToyEngine engine = new ToyEngine(cache, true, chunk, LADDER, 0, seq -> CacheInvariants.check(cache, List.of(seq)));
+            int[] checked = {0};
+            chat(cache, engine, turns, new int[1], (turn, past, r) -> {
+                if (turn.kind() != 2 || past == null) return;
+                int divergence = r.promptTokens() - Math.min(turn.k(), past.prompt().length);
+                assertTrue(r.matched() >= divergence, "nothing evicted: the match reaches the divergence");
+                if (past.resumedAt() > divergence || divergence < past.floor()) return;
+                int k = r.promptTokens() - divergence;
+                checked[0]++;
+                assertTrue(r.resumedAt() >= divergence - Math.max(k - 1, 0) && divergence - r.resumedAt() <= 2 * k + 1,
+                        "k " + k + ", divergence " + divergence + ": resumed at " + r.resumedAt());
+            });
+            assertEquals(0, cache.stats().evictedCheckpoints() + cache.stats().evictedNodes() + cache.stats().refusedCheckpoints());
+            Statistics.label("edits of the last k tokens checked").collect(checked[0] > 0);
+        }
+    }
+
+    interface TurnCheck {
+        void check(Turn turn, Past base, ToyEngine.Result result);
+    }
+
+    private static void chat(RadixCache cache, ToyEngine engine, List<Turn> turns, int[] exhausted, TurnCheck check) {
+        CacheNamespace ns = NAMESPACES[0];
+        List<Past> history = new ArrayList<>();
+        for (Turn t : turns) {
+            Past b = history.isEmpty() || t.kind() == 0 ? null : history.get(t.base() % history.size());
+            int[] prompt;
+            int floor;
+            if (b == null) {
+                prompt = t.tail();
+                floor = t.tail().length % 2; // 0 or 1 for a raw prompt
+            } else {
+                int n = b.prompt().length;
+                switch (t.kind()) {
+                    case 1 -> {
+                        prompt = concat(b.committed(), t.tail());
+                        floor = b.committed().length;
+                    }
+                    case 2 -> {
+                        int k = Math.min(t.k(), n);
+                        prompt = b.prompt().clone();
+                        prompt[n - k] = (prompt[n - k] + 1) % 4;
+                        for (int i = n - k + 1; i < n; i++) prompt[i] = t.tail()[i % t.tail().length];
+                        floor = Math.min(b.floor(), n - k);
+                    }
+                    case 3 -> {
+                        prompt = b.prompt().clone();
+                        int j = t.k() % Math.min(3, n);
+                        prompt[j] = (prompt[j] + 1) % 4;
+                        floor = Math.min(b.floor(), j);
+                    }
+                    default -> {
+                        prompt = b.prompt();
+                        floor = b.floor();
+                    }
+                }
+            }
+            int[] reply = new int[t.replyLength()];
+            for (int i = 0; i < reply.length; i++) reply[i] = (t.tail()[i % t.tail().length] + 2) % 4;
+            int[] boundaries = floor > 1 ? new int[] {floor} : new int[0];
+            ToyEngine.Result r;
+            try {
+                r = engine.run(ns, prompt, reply, floor, boundaries);
+            } catch (KvBudgetExhaustedException full) {
+                exhausted[0]++; // the request failed (its sequence closed); the cache is unchanged but for its match
+                CacheInvariants.check(cache, List.of());
+                continue;
+            }
+            assertEquals(KvOracle.state(prompt, prompt.length), r.stateAtPromptEnd());
+            check.check(t, b, r);
+            CacheInvariants.check(cache, List.of());
+            history.add(new Past(prompt, r.committed(), floor, r.resumedAt()));
         }
     }
 

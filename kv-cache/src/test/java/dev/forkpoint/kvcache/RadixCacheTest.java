@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.*;
 
 import java.util.Arrays;
 import java.util.List;
+import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
 class RadixCacheTest {
@@ -250,17 +251,155 @@ class RadixCacheTest {
             assertArrayEquals(new int[] {60, 64, 65}, m.checkpointOffsets());
             m.sequence().close();
             int[] b = tokens(30, 16);
+            int nodes = cache.stats().nodes();
             try (SequenceKv s = computed(pool, b)) {
-                // 8 more bytes exceed 20: unlocked leaves of a go, least recently used first, until the one holding 81 is gone
+                // 8 more bytes exceed 20: the least recently used checkpoint (81; the match returned 37) is dropped, no KV
                 cache.insert(NS, b, s, List.of(new CheckpointAt(30, KvOracle.stateCheckpoint(b, 30))));
             }
             assertEquals(2, cache.stats().checkpoints());
+            assertEquals(1, cache.stats().evictedCheckpoints());
+            assertEquals(0, cache.stats().evictedNodes());
+            assertEquals(nodes + 1, cache.stats().nodes());
+            CacheMatch full = cache.match(NS, a);
+            assertEquals(99, full.matchedTokens(), "a's KV stays");
+            assertEquals(37, full.checkpoint().orElseThrow().offset(), "81 was dropped");
+            full.sequence().close();
             CacheInvariants.check(cache, List.of());
             assertThrows(IllegalArgumentException.class, () -> {
                 try (SequenceKv s = computed(pool, b)) {
                     cache.insert(NS, b, s, List.of(new CheckpointAt(31, KvOracle.stateCheckpoint(b, 30))));
                 }
             });
+        }
+    }
+
+    private static List<Integer> checkpointOffsetsByRecency(RadixCache cache) {
+        return cache.checkpointsByRecency().stream().map(RadixNode::end).toList();
+    }
+
+    @Test
+    void checkpointsAreEvictedLeastRecentlyUsedFirstAndKvStays() {
+        try (PagePool pool = new PagePool(LAYOUT, 64 * LAYOUT.pageBytes())) {
+            RadixCache cache = new RadixCache(pool, 24); // three 8-byte checkpoints
+            int[] a = tokens(100, 30), b = tokens(50, 31), c = tokens(50, 32);
+            try (SequenceKv s = computed(pool, a)) {
+                cache.insert(NS, a, s, List.of(new CheckpointAt(30, KvOracle.stateCheckpoint(a, 30)),
+                        new CheckpointAt(10, KvOracle.stateCheckpoint(a, 10)), new CheckpointAt(20, KvOracle.stateCheckpoint(a, 20))));
+            }
+            assertEquals(List.of(10, 20, 30), checkpointOffsetsByRecency(cache), "stored shallowest first");
+            // a match returns (and refreshes) the deepest checkpoint on its path only: 10, not the ones it passes
+            CacheMatch m = cache.match(NS, concat(Arrays.copyOf(a, 15), tokens(5, 33)));
+            assertEquals(10, m.checkpoint().orElseThrow().offset());
+            m.sequence().close();
+            assertEquals(List.of(20, 30, 10), checkpointOffsetsByRecency(cache));
+            // a sequence holding a's whole path does not protect its checkpoints
+            CacheMatch lockedA = cache.match(NS, a);
+            assertEquals(30, lockedA.checkpoint().orElseThrow().offset());
+            assertEquals(List.of(20, 10, 30), checkpointOffsetsByRecency(cache));
+            int usedPages = pool.usedPages(), nodes = cache.stats().nodes();
+            try (SequenceKv s = computed(pool, b)) {
+                cache.insert(NS, b, s, List.of(new CheckpointAt(50, KvOracle.stateCheckpoint(b, 50))));
+            }
+            assertEquals(List.of(10, 30, 50), checkpointOffsetsByRecency(cache), "20 dropped");
+            try (SequenceKv s = computed(pool, c)) {
+                cache.insert(NS, c, s, List.of(new CheckpointAt(40, KvOracle.stateCheckpoint(c, 40))));
+            }
+            assertEquals(List.of(30, 50, 40), checkpointOffsetsByRecency(cache), "10 dropped");
+            CacheStats st = cache.stats();
+            assertEquals(2, st.evictedCheckpoints());
+            assertEquals(0, st.evictedNodes(), "no KV evicted for checkpoint room");
+            assertEquals(24, st.checkpointBytes());
+            assertEquals(usedPages + 8, pool.usedPages(), "b's and c's pages were added, none released");
+            assertEquals(nodes + 3, st.nodes(), "b, and c split at its checkpoint; nothing removed");
+            CacheInvariants.check(cache, List.of(lockedA.sequence()));
+            // a's KV is still complete; its deepest checkpoint at or before 25 is gone, so a prompt diverging there starts over
+            CacheMatch at25 = cache.match(NS, concat(Arrays.copyOf(a, 25), tokens(5, 34)));
+            assertEquals(25, at25.matchedTokens());
+            assertTrue(at25.checkpoint().isEmpty());
+            assertNull(KvOracle.mismatch(at25.sequence(), a, 25));
+            at25.sequence().close();
+            lockedA.sequence().close();
+            CacheInvariants.check(cache, List.of());
+        }
+    }
+
+    @Test
+    void aCheckpointBiggerThanTheBudgetIsRefusedAndDropsNothing() {
+        try (PagePool pool = new PagePool(LAYOUT, 64 * LAYOUT.pageBytes())) {
+            RadixCache cache = new RadixCache(pool, 16);
+            int[] a = tokens(40, 35);
+            try (SequenceKv s = computed(pool, a)) {
+                cache.insert(NS, a, s, List.of(new CheckpointAt(20, KvOracle.stateCheckpoint(a, 20)),
+                        new CheckpointAt(30, Checkpoint.ofBytes(new byte[17])), new CheckpointAt(40, KvOracle.stateCheckpoint(a, 40))));
+            }
+            CacheStats st = cache.stats();
+            assertEquals(List.of(20, 40), checkpointOffsetsByRecency(cache));
+            assertEquals(1, st.refusedCheckpoints());
+            assertEquals(0, st.evictedCheckpoints());
+            assertEquals(2, st.nodes(), "split at 20, none for the refused checkpoint at 30");
+            CacheInvariants.check(cache, List.of());
+        }
+    }
+
+    @Test
+    void anEvictedLeafTakesItsCheckpointAlong() {
+        try (PagePool pool = new PagePool(LAYOUT, 64 * LAYOUT.pageBytes())) {
+            RadixCache cache = new RadixCache(pool, 1 << 20);
+            int[] a = tokens(40, 36);
+            try (SequenceKv s = computed(pool, a)) {
+                cache.insert(NS, a, s, List.of(new CheckpointAt(20, KvOracle.stateCheckpoint(a, 20)),
+                        new CheckpointAt(40, KvOracle.stateCheckpoint(a, 40))));
+            }
+            cache.evictAll();
+            CacheStats st = cache.stats();
+            assertEquals(0, st.checkpoints());
+            assertEquals(0, st.checkpointBytes());
+            assertEquals(2, st.evictedCheckpoints());
+            assertEquals(List.of(), cache.checkpointsByRecency());
+            CacheInvariants.check(cache, List.of());
+        }
+    }
+
+    @Test
+    void theLadderAddsRungsBeforeThePromptEndDownToItsFloor() {
+        CacheMatch fresh = new CacheMatch(null, 100, 40, Optional.empty());
+        assertArrayEquals(new int[] {40, 70, 84, 92, 96, 98, 99, 100}, fresh.checkpointOffsets(new int[] {70}, 80, 5));
+        assertArrayEquals(new int[] {40, 70, 92, 96, 98, 99, 100}, fresh.checkpointOffsets(new int[] {70}, 90, 9), "floor 90");
+        assertArrayEquals(new int[] {40, 70, 100}, fresh.checkpointOffsets(new int[] {70}, 0, 0), "no ladder");
+        assertArrayEquals(new int[] {40, 70, 99, 100}, fresh.checkpointOffsets(70));
+        assertArrayEquals(fresh.checkpointOffsets(70), fresh.checkpointOffsets(new int[] {70}, 0, 1), "the old overload = one rung");
+        assertArrayEquals(new int[] {36, 40, 68, 84, 92, 96, 98, 99, 100}, fresh.checkpointOffsets(new int[0], 0, 7));
+        int n = Integer.MAX_VALUE;
+        assertEquals(32, new CacheMatch(null, n, 0, Optional.empty()).checkpointOffsets(new int[0], 0, 40).length, "31 rungs and the end, no overflow");
+        CacheMatch resumed = new CacheMatch(null, 100, 99, Optional.of(new CheckpointAt(97, Checkpoint.ofBytes(new byte[1]))));
+        assertArrayEquals(new int[] {98, 99, 100}, resumed.checkpointOffsets(new int[] {50}, 0, 8), "only offsets after the resume point");
+        var e = assertThrows(IllegalArgumentException.class, () -> fresh.checkpointOffsets(new int[0], 0, -1));
+        assertEquals("checkpoint offsets: ladder count -1 is negative", e.getMessage());
+    }
+
+    @Test
+    void withTheLadderAnEditOfThePromptsLastKTokensResumesWithinKOfIt() {
+        try (PagePool pool = new PagePool(LAYOUT, 4096 * LAYOUT.pageBytes())) {
+            RadixCache cache = new RadixCache(pool, 1 << 20);
+            ToyEngine engine = new ToyEngine(cache, true, 512, 16, 0);
+            int[] prompt = tokens(9000, 37);
+            int lastMessage = 8000;
+            assertEquals(9000, engine.run(NS, prompt, tokens(20, 38), lastMessage, new int[] {lastMessage}).evaluated());
+            for (int k : new int[] {1, 2, 3, 5, 100, 700, 1500}) {
+                int[] edited = concat(Arrays.copyOf(prompt, 9000 - k), tokens(k, 1000 + k));
+                edited[9000 - k] = prompt[9000 - k] ^ 1;
+                ToyEngine.Result r = engine.run(NS, edited, new int[0], lastMessage, new int[] {lastMessage});
+                assertEquals(9000 - k, r.matched(), "k " + k);
+                int divergence = 9000 - k;
+                if (divergence >= lastMessage) {
+                    // the rung 9000 − 2^ceil(log2 k), or the message boundary where that is below it
+                    assertTrue(r.resumedAt() <= divergence && divergence - r.resumedAt() <= k - 1, "k " + k + ": resumed at " + r.resumedAt());
+                } else {
+                    assertEquals(0, r.resumedAt(), "the ladder stops at the last message: nothing before it was captured");
+                }
+                assertEquals(KvOracle.state(edited, 9000), r.stateAtPromptEnd());
+            }
+            CacheInvariants.check(cache, List.of());
         }
     }
 
