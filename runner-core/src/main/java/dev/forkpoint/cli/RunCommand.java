@@ -80,6 +80,10 @@ final class RunCommand implements Callable<Integer> {
             description = "KV cache budget in bytes; 0 = room for two sequences of the default num_ctx (committed only as used).")
     long kvCacheBytes = 0;
 
+    @Option(names = "--checkpoint-bytes", paramLabel = "BYTES",
+            description = "Budget for recurrent-state checkpoints of hybrid models (Qwen3.5); 0 = " + EngineOptions.DEFAULT_CHECKPOINTS + " states per sequence.")
+    long checkpointBytes = 0;
+
     @Option(names = "--kv-type", paramLabel = "f32|f16", description = "Element type of cached keys and values.")
     String kvType = "f32";
 
@@ -96,7 +100,7 @@ final class RunCommand implements Callable<Integer> {
         atLeast("threads", threads, 1);
         String text = prompt.equals("-") ? new String(env.in().readAllBytes(), StandardCharsets.UTF_8) : prompt;
 
-        EngineOptions engine = new EngineOptions(kvCacheBytes, EngineOptions.parseKvType(kvType));
+        EngineOptions engine = new EngineOptions(kvCacheBytes, EngineOptions.parseKvType(kvType), 2, checkpointBytes);
         try (LoadedModel loaded = model.load(env, threads, main.debug(), engine)) {
             var out = env.out();
             var last = new StringBuilder(1);

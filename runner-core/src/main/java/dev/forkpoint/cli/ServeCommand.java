@@ -58,6 +58,10 @@ final class ServeCommand implements Callable<Integer> {
             description = "KV cache budget per model in bytes; 0 = room for --parallel + 1 sequences of the default num_ctx (committed only as used).")
     long kvCacheBytes = 0;
 
+    @Option(names = "--checkpoint-bytes", paramLabel = "BYTES",
+            description = "Budget per model for recurrent-state checkpoints of hybrid models (Qwen3.5); 0 = " + EngineOptions.DEFAULT_CHECKPOINTS + " states per sequence.")
+    long checkpointBytes = 0;
+
     @Option(names = "--kv-type", paramLabel = "f32|f16", description = "Element type of cached keys and values.")
     String kvType = "f32";
 
@@ -92,7 +96,7 @@ final class ServeCommand implements Callable<Integer> {
         CliEnvironment env = main.environment();
         CliLogging.enableInfo("dev.forkpoint.server");
         ServerConfig config = new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads,
-                new EngineOptions(kvCacheBytes, EngineOptions.parseKvType(kvType), Math.max(2, parallel + 1)), Duration.ofSeconds(keepAliveSeconds),
+                new EngineOptions(kvCacheBytes, EngineOptions.parseKvType(kvType), Math.max(2, parallel + 1), checkpointBytes), Duration.ofSeconds(keepAliveSeconds),
                 maxBodyBytes, env.env(), new RequestGuards(Duration.ofSeconds(bodyTimeoutSeconds), bodiesPerClient, allowedHosts, origins)
                         .withOriginsFrom(env.env().get("OLLAMA_ORIGINS")));
         if (models.isEmpty()) env.err().println("note: no --model given; serving the models of the local Ollama store (loaded on first use)");

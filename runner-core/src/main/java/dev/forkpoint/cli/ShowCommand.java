@@ -42,6 +42,10 @@ final class ShowCommand implements Callable<Integer> {
         row(out, "layers", Integer.toString(info.layers()));
         row(out, "attention heads", Integer.toString(info.heads()));
         row(out, "kv heads", Integer.toString(info.kvHeads()));
+        row(out, "layer kinds", info.layerKinds());
+        if (info.experts() != null) row(out, "experts", info.experts());
+        row(out, "kv bytes per token", String.format(Locale.ROOT, "%,d", info.kvBytesPerToken()));
+        row(out, "recurrent bytes per sequence", String.format(Locale.ROOT, "%,d", info.recurrentBytesPerSequence()));
         row(out, "tokenizer", info.tokenizer() + " (" + info.vocabSize() + " tokens)");
         String template = info.chatTemplate();
         boolean inline = template == null || template.isEmpty() || (template.length() <= 60 && !template.contains("\n"));

@@ -141,7 +141,11 @@ public final class LoadedModel implements AutoCloseable {
         ModelConfig c = architecture.config();
         return new ModelInfo(file.path().toString(), c.architecture(), file.displayName(), file.parameterCount(), file.tensorTypes(),
                 c.contextLength(), c.dim(), c.layers(), c.heads(), c.kvHeads(), tokenizer.model(), tokenizer.vocabSize(),
-                file.chatTemplate(), sha256(file.contentFiles()));
+                file.chatTemplate(), sha256(file.contentFiles()),
+                c.linear() != null ? c.linear().layerKinds() : "attention ×" + c.layers(),
+                2L * c.kvLayers() * c.kvDim() * options.kvType().bytes(), recurrent == null ? 0 : recurrent.bytesPerSequence(),
+                c.experts() == null ? null : "top-" + c.experts().topK() + " of " + c.experts().count()
+                        + (c.experts().sharedFfnDim() > 0 ? " + shared expert" : ""));
     }
 
     /** The num_ctx a request with num_ctx 0 gets: Ollama's 4096, or the model's trained context when smaller. */

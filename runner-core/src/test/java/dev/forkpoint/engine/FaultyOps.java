@@ -87,6 +87,26 @@ final class FaultyOps extends ForwardingOps {
         return out;
     }
 
+    private volatile Predicate<List<Segment>> deltaFault;
+
+    /**
+     * Throws once, on the first gated-delta-rule call whose segments {@code when} accepts, after it has run: the linear
+     * layer's new state is already written into the open step, as when a later kernel of the step fails.
+     */
+    void failDeltaRuleWhen(Predicate<List<Segment>> when) { deltaFault = when; }
+
+    public Activation gatedDeltaRule(Activation q, Activation k, Activation v, Activation a, Activation b, dev.forkpoint.backend.Weight aLog,
+                                     dev.forkpoint.backend.Weight dtBias, List<Segment> segments, int layer, int keyHeads, int valueHeads,
+                                     int keyDim, int valueDim) {
+        Activation out = delegate.gatedDeltaRule(q, k, v, a, b, aLog, dtBias, segments, layer, keyHeads, valueHeads, keyDim, valueDim);
+        Predicate<List<Segment>> when = deltaFault;
+        if (when != null && when.test(segments)) {
+            deltaFault = null;
+            throw new InjectedFault("injected fault: gated delta rule of linear layer " + layer + " at positions from " + segments.get(0).startPos());
+        }
+        return out;
+    }
+
     private InjectedFault fault(int layer, int startPos) {
         return new InjectedFault("injected fault: attention call " + attentionCalls + " (layer " + layer + ", positions from " + startPos + ")");
     }
