@@ -21,8 +21,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * Mixture-of-experts decode on the CPU backend for a Qwen3.5-35B-A3B-like block: hidden 2048, 256 experts of
  * ffn 512, top-8, renormalised; gate and up fused in one [E, 2I, H] tensor, down [E, H, I]; an F32 router. One call
- * is one token (the time per token of the block), through {@code ops().moe}; the calls cycle through 64 seeded input
- * rows so that each routes to other experts (a fixed row would keep its 8 experts in cache).
+ * is one token (the time per token of the block), through {@code ops().moe}; the calls cycle through {@code inputs} seeded input
+ * rows (64: each call routes to other experts; 1: a fixed row keeps its 8 experts in cache, for comparison).
  * <p>The weights are built in memory as valid blocks of random bits (Q4_0: an f16 scale and 16 random code bytes per
  * 32 values; MLX4_G64: random 4-bit codes with BF16 scale and bias per 64), no quantisation pass: about 450 MB of
  * experts, built in a second or two. Setup prints the expert bytes in all and the weight bytes one token read, as
@@ -37,7 +37,6 @@ import java.util.concurrent.TimeUnit;
 @Fork(value = 1, jvmArgsAppend = {"--add-modules", "jdk.incubator.vector", "-Djdk.incubator.vector.VECTOR_ACCESS_OOB_CHECK=0"})
 public class MoeBench {
     static final int HIDDEN = 2048, EXPERTS = 256, TOP_K = 8, FFN = 512;
-    private static final int INPUTS = 64;
 
     @Param({"Q4_0", "MLX4_G64"})
     public String type;
@@ -45,10 +44,14 @@ public class MoeBench {
     @Param({"1", "2"})
     public int threads;
 
+    /** Input rows cycled through: 64 (other experts each call, read from memory), 1 (the same 8 experts, hot in cache). */
+    @Param({"64"})
+    public int inputs;
+
     private Arena arena;
     private CpuBackend backend;
     private ExpertWeights experts;
-    private Activation[] inputs;
+    private Activation[] rows;
     private int next;
 
     @Setup
@@ -61,12 +64,12 @@ public class MoeBench {
         Weight down = matrix("blk.0.ffn_down_exps.weight", EXPERTS * HIDDEN, FFN, rnd);
         experts = new ExpertWeights(router, new ExpertRows(gateUp, 2 * FFN, 0, FFN), new ExpertRows(gateUp, 2 * FFN, FFN, FFN),
                 new ExpertRows(down, HIDDEN, 0, HIDDEN), EXPERTS, TOP_K, true);
-        Weight table = backend.weight(f32("bench.rows", INPUTS, HIDDEN, 1.0, rnd));
-        inputs = new Activation[INPUTS];
-        for (int i = 0; i < INPUTS; i++) inputs[i] = backend.ops().embed(table, new int[] {i});
+        Weight table = backend.weight(f32("bench.rows", inputs, HIDDEN, 1.0, rnd));
+        rows = new Activation[inputs];
+        for (int i = 0; i < inputs; i++) rows[i] = backend.ops().embed(table, new int[] {i});
 
         long before = CpuBackend.moeWeightBytesRead();
-        backend.ops().moe(inputs[0], experts);
+        backend.ops().moe(rows[0], experts);
         long perToken = CpuBackend.moeWeightBytesRead() - before;
         long expertBytes = expertBytes(type);
         System.out.printf("%n[MoE %s] expert bytes: %d (%.1f MB), router %d; weight bytes read per token: %d (%.2f MB, %.2f %% of experts+router; "
@@ -136,8 +139,8 @@ public class MoeBench {
     /** One token through the block (a different input row each call). */
     @Benchmark
     public Activation decodeToken() {
-        Activation x = inputs[next];
-        next = (next + 1) % INPUTS;
+        Activation x = rows[next];
+        next = (next + 1) % inputs;
         return backend.ops().moe(x, experts);
     }
 }
