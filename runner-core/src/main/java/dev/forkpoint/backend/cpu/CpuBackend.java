@@ -71,5 +71,12 @@ public final class CpuBackend implements Backend {
 
     public Ops ops() { return ops; }
 
+    /**
+     * Weight bytes read by the CPU mixture-of-experts blocks of this JVM so far (router rows plus the chosen experts'
+     * gate, up and down rows, each at its type's bytes per row): a benchmark's check that decode reads only the
+     * chosen experts. Summed over every backend instance and thread.
+     */
+    public static long moeWeightBytesRead() { return CpuMoe.weightBytesRead(); }
+
     public void close() { pool.close(); }
 }
