@@ -142,6 +142,18 @@ final class CpuGatedDeltaNet {
         return deltaRule(q, k, v, a, b, aLog, dtBias, segments, layer, keyHeads, valueHeads, keyDim, valueDim, pool, Form.CHUNKED);
     }
 
+    /**
+     * Log decays below this are flushed to 0 (e^−30 ≈ 1e−13, far under the float noise of any result). It keeps the
+     * products of decayed terms out of the subnormal range, where x86 arithmetic is ~100× slower: a chunk's cumulative
+     * decay easily reaches e^−100, and a product of two factors just above the threshold stays above e^−60.
+     */
+    static final double FLUSH = -30;
+
+    /** e^x for a log decay x ≤ 0, flushed to 0 below {@link #FLUSH}. */
+    static float decay(double x) {
+        return x < FLUSH ? 0f : (float) Math.exp(x);
+    }
+
     /** softplus(x) = log(1 + eˣ), without overflow for large x. */
     static double softplus(double x) {
         return x > 0 ? x + Math.log1p(Math.exp(-x)) : Math.log1p(Math.exp(x));
@@ -229,7 +241,7 @@ final class CpuGatedDeltaNet {
         for (int t = 0; t < len; t++) {
             int row = row0 + t;
             float[] src = t == 0 ? s0 : s1;
-            float eg = (float) Math.exp(g[row * d.heads + h]);
+            float eg = decay(g[row * d.heads + h]);
             float bt = beta[row * d.heads + h];
             int kRow = row * d.qkW + kOff, vRow = row * d.vW + h * dv;
             transposedTimes(src, sOff, dk, dv, k, kRow, kv);
@@ -360,7 +372,7 @@ final class CpuGatedDeltaNet {
                 System.arraycopy(q, qkRow, w.qk, t * dk, dk);
                 System.arraycopy(k, qkRow, w.qk, (m + t) * dk, dk);
                 float bt = beta[(base + t) * d.heads + h];
-                float bg = (float) (bt * Math.exp(gam[t]));
+                float bg = bt * decay(gam[t]);
                 for (int i = 0; i < dk; i++) {
                     float ki = k[qkRow + i];
                     w.kt[i * m + t] = ki;
@@ -377,7 +389,7 @@ final class CpuGatedDeltaNet {
                 float bt = beta[(base + t) * d.heads + h];
                 int rowT = t * m;
                 for (int s = 0; s <= t; s++) {
-                    float decay = (float) Math.exp(gam[t] - gam[s]);
+                    float decay = decay(gam[t] - gam[s]);
                     p[rowT + s] = dots[rowT + s] * decay;
                     tInv[rowT + s] = s < t ? -bt * dots[m * m + rowT + s] * decay : 1f;   // −A[t][s] for now
                 }
@@ -389,26 +401,34 @@ final class CpuGatedDeltaNet {
                 float[] coef = w.coef;
                 for (int r = 0; r < t; r++) coef[r] = tInv[rowT + r];
                 for (int s = 0; s < t; s++) tInv[rowT + s] = 0;
-                for (int r = 0; r < t; r++) axpy(coef[r], tInv, r * m, tInv, rowT, r + 1);
+                for (int r = 0; r < t; r++) if (coef[r] != 0) axpy(coef[r], tInv, r * m, tInv, rowT, r + 1);
+                // T[t][s] = e^{γ_t−γ_s}·T'[t][s] with T' = (I + βKKᵀ strictly lower)⁻¹: flushed with its decay, like A
+                for (int s = 0; s < t && gam[t] - gam[s] < FLUSH; s++) tInv[rowT + s] = 0;
             }
+            // rows [0, live) still see S0 (e^γ_t not flushed); for the rest its part is zero, and is not computed (the
+            // products of their tiny factors would be subnormal)
+            int live = 0;
+            while (live < m && gam[live] >= FLUSH) live++;
             // [U' | W] = T·R; U = U' − W·S0
-            gemm(m, wide, m, tInv, 0, m, w.r, 0, wide, 1f, null, 0, 0, 0f, w.uw, 0, wide, true, false);
-            gemm(m, dv, dk, w.uw, dv, wide, state, sOff, dv, -1f, w.uw, 0, wide, 1f, w.uw, 0, wide, false, false);
+            gemm(m, dv, m, tInv, 0, m, w.r, 0, wide, 1f, null, 0, 0, 0f, w.uw, 0, wide, true, false);
+            gemm(live, dk, m, tInv, 0, m, w.r, dv, wide, 1f, null, 0, 0, 0f, w.uw, dv, wide, true, false);
+            gemm(live, dv, dk, w.uw, dv, wide, state, sOff, dv, -1f, w.uw, 0, wide, 1f, w.uw, 0, wide, false, false);
             // O = e^γ Q S0 + P U
             for (int t = 0; t < m; t++) {
-                float e = (float) Math.exp(gam[t]);
+                float e = decay(gam[t]);
                 for (int i = 0; i < dk; i++) w.qk[t * dk + i] *= e;
             }
             int oOff = base * d.vW + h * dv;
-            gemm(m, dv, dk, w.qk, 0, dk, state, sOff, dv, 1f, null, 0, 0, 0f, out, oOff, d.vW, false, false);
+            gemm(live, dv, dk, w.qk, 0, dk, state, sOff, dv, 1f, null, 0, 0, 0f, out, oOff, d.vW, false, false);
+            for (int t = live; t < m; t++) java.util.Arrays.fill(out, oOff + t * d.vW, oOff + t * d.vW + dv, 0f);
             gemm(m, dv, m, p, 0, m, w.uw, 0, wide, 1f, out, oOff, d.vW, 1f, out, oOff, d.vW, true, false);
             // S ← e^{γ_m} S0 + Kdᵀ U, Kd[s] = e^{γ_m−γ_s} k_s
             double last = gam[m - 1];
             for (int s = 0; s < m; s++) {
-                float e = (float) Math.exp(last - gam[s]);
+                float e = decay(last - gam[s]);
                 for (int i = 0; i < dk; i++) w.kdt[i * m + s] = w.kt[i * m + s] * e;
             }
-            gemm(dk, dv, m, w.kdt, 0, m, w.uw, 0, wide, 1f, state, sOff, dv, (float) Math.exp(last), s1, sOff, dv, false, false);
+            gemm(dk, dv, m, w.kdt, 0, m, w.uw, 0, wide, 1f, state, sOff, dv, decay(last), s1, sOff, dv, false, false);
             state = s1;
         }
     }
