@@ -22,7 +22,7 @@ import java.util.concurrent.Callable;
 @Command(name = "cache", mixinStandardHelpOptions = true,
         description = "Prefix-cache reuse of a long prompt (FACTS §1 B): cold, last character changed, session id changed.")
 final class CacheCommand implements Callable<Integer> {
-    @Option(names = "--model", description = "a GGUF file with a context ≥ --tokens (default: a generated long-context model)")
+    @Option(names = "--model", description = "a GGUF file or model folder (a hybrid Qwen3.5 too) with a context ≥ --tokens (default: a generated long-context model)")
     Path model;
 
     @Option(names = "--tokens", defaultValue = "65536", description = "prompt tokens, BOS included (default: ${DEFAULT-VALUE})")
@@ -37,7 +37,7 @@ final class CacheCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         if (tokens < 16) throw new InvalidInputException("--tokens must be ≥ 16, got " + tokens);
-        if (model != null && !Files.isRegularFile(model)) throw new InvalidInputException("--model " + model + " is not a file");
+        if (model != null && !Files.exists(model)) throw new InvalidInputException("--model " + model + " is not a file or folder");
         Path file = model;
         Path temp = null;
         try {
@@ -62,6 +62,13 @@ final class CacheCommand implements Callable<Integer> {
                 System.out.printf(Locale.ROOT, "%-37s %13s %10s %10s %12s %14s%n", "case", "prompt tokens", "evaluated", "reused", "TTFT", "engine prompt");
                 System.out.flush();
                 ratios(CacheBenchmark.run(loaded, prompts, numCtx, numBatch, Math.min(2048, tokens / 4), CacheCommand::row));
+                var info = loaded.info();
+                if (info.recurrentBytesPerSequence() > 0) {
+                    var stats = loaded.cacheStats();
+                    System.out.printf(Locale.ROOT, "hybrid (%s): %,d bytes of recurrent state per checkpoint (fork point); %d checkpoints held, %,d bytes of a %,d budget, %d evicted%n",
+                            info.layerKinds(), info.recurrentBytesPerSequence(), stats.checkpoints(), stats.checkpointBytes(),
+                            stats.checkpointBudgetBytes(), stats.evictedCheckpoints());
+                }
             }
         } finally {
             if (temp != null) Files.deleteIfExists(temp);

@@ -24,8 +24,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Seed scenario B on a hybrid model (the tiny Qwen3.5, Gated DeltaNet ×3 + attention, with a 16k context): the
  * recurrent state is restored from checkpoints at exact fork points, so a 9,001-token prompt changed in its last
  * character re-evaluates ≤ 3 tokens, one changed 100 tokens before its end ≤ 220, and one changed near its start
- * everything after the change; every time the greedy token equals a fresh computation's (a namespace of its own, so
- * nothing cached) and the logits agree within float rounding ({@link #LOGIT_TOLERANCE}).
+ * everything after the change. Every time the logits equal, bit for bit, those of a fresh sequence that evaluates the
+ * same chunks (so the restored state is exactly the state the first run had there), and agree within float rounding
+ * ({@link #LOGIT_TOLERANCE}) with a fresh request (a namespace of its own), whose chunks differ at the fork point;
+ * the greedy token is the same.
  */
 class HybridCacheTest {
     static final int CONTEXT = 16_384;
@@ -35,6 +37,7 @@ class HybridCacheTest {
     static Path dir;
     static LoadedModel model;
     static final LogitsRecorder recorder = new LogitsRecorder();
+    static FaultyOps faulty;   // records passes, injects faults
 
     /** Records the logits of the last evaluation that produced any. */
     static final class LogitsRecorder {
@@ -46,6 +49,7 @@ class HybridCacheTest {
         Path folder = HybridTestModel.write(dir, "dense", CONTEXT, false);
         KvLayout layout = KvLayout.of(1, 2 * 32, KvElementType.F32);
         model = LoadedModel.load(folder, 2, LoadProgress.NONE, EngineOptions.defaults().withKvCacheBytes(layout.budgetFor(CONTEXT, 4)));
+        model.decorateOps(ops -> faulty = new FaultyOps(ops));
         model.decorateOps(ops -> new ForwardingOps(ops) {
             public float[][] logits(Activation x, Weight output) {
                 float[][] out = delegate.logits(x, output);
@@ -90,6 +94,29 @@ class HybridCacheTest {
         return model.tokenizer().encode(prompt, true, true).length;
     }
 
+    /** Evaluates {@code tokens} in a fresh sequence (nothing cached), in exactly the given (start, length) chunks. */
+    static synchronized float[] replay(int[] tokens, java.util.List<int[]> chunks) {
+        int expected = 0;
+        for (int[] c : chunks) {
+            assertEquals(expected, c[0], "chunks must cover the prompt in order");
+            expected += c[1];
+        }
+        assertEquals(tokens.length, expected, "chunks must cover the whole prompt");
+        try (var sequence = model.pool().newSequence()) {
+            var kv = model.newKvStore(sequence);
+            float[] logits = null;
+            synchronized (model) {
+                for (int[] c : chunks) {
+                    boolean last = c[0] + c[1] == tokens.length;
+                    float[] l = model.evaluate(new int[][] {java.util.Arrays.copyOfRange(tokens, c[0], c[0] + c[1])},
+                            new dev.forkpoint.backend.KvStore[] {kv}, last)[0];
+                    if (last) logits = l;
+                }
+            }
+            return logits;
+        }
+    }
+
     /**
      * How far a resumed prompt's logits may be from a fresh computation's: they are computed in different chunks (a
      * resumed prompt's chunks end at its fork point, a fresh one's do not; the CPU kernels are bit-identical across
@@ -107,11 +134,27 @@ class HybridCacheTest {
 
     /** Runs {@code changed} after {@code original} in one namespace, and fresh in a namespace of its own. */
     static Run resumedAndCheckedAgainstFresh(String original, String changed, String salt) {
+        faulty.record(true);
         Run first = run(original, salt);
+        var firstPasses = faulty.passes();
         assertEquals(tokens(original), first.result().evaluatedPromptTokens(), "a new namespace evaluates everything");
+        faulty.record(true);
         long t0 = System.nanoTime();
         Run resumed = run(changed, salt);
         long t1 = System.nanoTime();
+        var resumedPasses = faulty.passes();
+        faulty.record(false);
+        // the checkpoint restores exactly the state the first run had there: a fresh sequence evaluating the same
+        // chunks (the first run's up to the resume point, then the resumed run's) gives the same logits bit for bit
+        int resume = resumed.result().cachedTokens();
+        java.util.List<int[]> chunks = new java.util.ArrayList<>();
+        for (var pass : firstPasses) {
+            var seg = pass.getFirst();
+            if (seg.startPos() + seg.tokens() <= resume) chunks.add(new int[] {seg.startPos(), seg.tokens()});
+        }
+        for (var pass : resumedPasses) chunks.add(new int[] {pass.getFirst().startPos(), pass.getFirst().tokens()});
+        assertArrayEquals(replay(model.tokenizer().encode(changed, true, true), chunks), resumed.logits(),
+                "the resumed prompt's logits equal those of a fresh sequence evaluating the same chunks, bit for bit");
         Run fresh = run(changed, salt + " fresh");
         long t2 = System.nanoTime();
         assertEquals(tokens(changed), fresh.result().evaluatedPromptTokens());
@@ -170,8 +213,7 @@ class HybridCacheTest {
     @Test
     void aFaultInsideALinearLayerRollsTheStateBackAndTheNextRequestEqualsAFreshOne() {
         String prompt = text(300, 4);
-        FaultyOps[] faulty = new FaultyOps[1];
-        model.decorateOps(ops -> faulty[0] = new FaultyOps(ops));
+        FaultyOps[] faulty = {HybridCacheTest.faulty};
         try {
             Run warm = run(prompt, "fault");   // caches the prompt with its checkpoints
             for (int k : new int[] {1, 2}) {   // 1: in a prefill pass (its second linear layer); 2: in a decode step
@@ -191,7 +233,7 @@ class HybridCacheTest {
             }
             assertEquals(1, warm.result().generatedIds().length);
         } finally {
-            model.decorateOps(ops -> ops instanceof FaultyOps f ? f.delegate : ops);
+            faulty[0].failDeltaRuleWhen(null);
         }
     }
 }

@@ -68,7 +68,7 @@ final class CpuOps implements Ops {
             FloatVector v = FloatVector.fromArray(S, src, off + i);
             acc = v.fma(v, acc);
         }
-        double ss = acc.reduceLanes(VectorOperators.ADD);
+        double ss = inLaneOrder(acc);
         for (; i < n; i++) ss += src[off + i] * src[off + i];
         float scale = (float) (1.0 / Math.sqrt(ss / n + eps));
         for (i = 0; i < n; i++) dst[off + i] = src[off + i] * scale * g[i];
@@ -270,7 +270,7 @@ final class CpuOps implements Ops {
         for (int bound = S.loopBound(n); i < bound; i += S.length()) {
             acc = FloatVector.fromArray(S, a, aOff + i).fma(FloatVector.fromMemorySegment(S, b, bOff + (long) i * Float.BYTES, NATIVE), acc);
         }
-        float s = acc.reduceLanes(VectorOperators.ADD);
+        float s = inLaneOrder(acc);
         for (; i < n; i++) s += a[aOff + i] * b.get(ValueLayout.JAVA_FLOAT, bOff + (long) i * Float.BYTES);
         return s;
     }
@@ -347,7 +347,7 @@ final class CpuOps implements Ops {
                     FloatVector v = FloatVector.fromArray(S, src, off + i);
                     acc = v.fma(v, acc);
                 }
-                double ss = acc.reduceLanes(VectorOperators.ADD);
+                double ss = inLaneOrder(acc);
                 for (; i < headDim; i++) ss += src[off + i] * src[off + i];
                 float f = (float) (scale / Math.sqrt(ss + eps));
                 for (i = 0; i < headDim; i++) dst[off + i] = src[off + i] * f;
@@ -410,5 +410,16 @@ final class CpuOps implements Ops {
     private void forRows(int n, int tokens, WorkerPool.RangeTask body) {
         if (tokens <= 1) body.run(0, n);
         else pool.runRanges(n, pool.threads(), body);
+    }
+
+    /**
+     * The sum of v's lanes in lane order: not {@code reduceLanes(ADD)}, whose order C2 may change from the
+     * interpreter's, so that a result never depends on whether the JIT has compiled its kernel yet (see
+     * {@link KernelSupport#sum}).
+     */
+    private static float inLaneOrder(FloatVector v) {
+        float s = v.lane(0);
+        for (int i = 1; i < v.length(); i++) s += v.lane(i);
+        return s;
     }
 }
