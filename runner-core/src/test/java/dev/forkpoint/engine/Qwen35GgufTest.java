@@ -180,6 +180,18 @@ class Qwen35GgufTest {
         assertArrayEquals(hf.get(m).tokenizer().encode(text, true, true), gguf.get(m).tokenizer().encode(text, true, true));
     }
 
+    /** The tiled value-head order matters: the same file with Hugging Face's grouped order computes something else. */
+    @ParameterizedTest
+    @ValueSource(strings = {"dense", "moe"})
+    void groupedValueHeadsInAGgufFileGiveOtherLogits(String m) throws Exception {
+        int[] prompt = ints(references.get(m).get("prompt_ids"));
+        Path grouped = LlamaCppQwen35Gguf.write(folders.get(m), dir.resolve(m + "-grouped.gguf"), GgmlType.F32, name -> true, false);
+        try (LoadedModel wrong = LoadedModel.load(grouped, 2, LoadProgress.NONE)) {
+            double worst = maxDiff(lastLogits(gguf.get(m), prompt), lastLogits(wrong, prompt));
+            assertTrue(worst > 0.1, m + ": grouped value heads change the logits by only " + worst);
+        }
+    }
+
     @ParameterizedTest
     @CsvSource({"dense, blk.0.ssm_a", "dense, blk.1.ssm_conv1d.weight", "dense, blk.2.ssm_dt.bias",
             "dense, blk.0.ssm_norm.weight", "moe, blk.1.ssm_alpha.weight", "moe, blk.2.ssm_out.weight"})

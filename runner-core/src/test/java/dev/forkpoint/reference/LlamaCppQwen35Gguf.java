@@ -61,6 +61,14 @@ public final class LlamaCppQwen35Gguf {
 
     /** Writes {@code folder} as {@code target}, only the GGUF tensors {@code keep} accepts (to make broken files). */
     public static Path write(Path folder, Path target, GgmlType type, Predicate<String> keep) throws IOException {
+        return write(folder, target, type, keep, true);
+    }
+
+    /**
+     * Writes {@code folder} as {@code target}; {@code tiledValueHeads} false leaves the value heads in Hugging Face's
+     * grouped order, a file llama.cpp never writes (to show that the reorder matters).
+     */
+    public static Path write(Path folder, Path target, GgmlType type, Predicate<String> keep, boolean tiledValueHeads) throws IOException {
         if (type != GgmlType.F32 && type != GgmlType.Q8_0) throw new IllegalArgumentException("F32 or Q8_0, not " + type);
         ObjectNode hp = hparams(folder);
         boolean moe = hp.hasNonNull("num_experts") || hp.hasNonNull("num_local_experts");
@@ -76,7 +84,7 @@ public final class LlamaCppQwen35Gguf {
                 else if (hf.startsWith("language_model.")) hf = hf.substring("language_model.".length());
                 if (hf.contains("visual.") || hf.contains("vision_") || hf.startsWith("mtp.")) continue;
                 if (t.dtype() != SafetensorsDtype.F32) throw new IllegalArgumentException(t.name() + ": only F32 sources, found " + t.dtype());
-                convert(hf, t.shape().clone(), t.data().toArray(F32_LE), nk, nv, dk, dv, out);
+                convert(hf, t.shape().clone(), t.data().toArray(F32_LE), nk, nv, dk, dv, tiledValueHeads, out);
             }
         }
         out.sort(java.util.Comparator.comparing(LlamaCppQwen35Gguf::order));
@@ -162,7 +170,7 @@ public final class LlamaCppQwen35Gguf {
     }
 
     /** Converts one Hugging Face tensor (name without the language model's prefix) into its GGUF tensors. */
-    private static void convert(String hf, long[] shape, float[] v, int nk, int nv, int dk, int dv, List<Out> out) {
+    private static void convert(String hf, long[] shape, float[] v, int nk, int nv, int dk, int dv, boolean tiled, List<Out> out) {
         switch (hf) {
             case "model.embed_tokens.weight" -> { out.add(new Out("token_embd.weight", shape, v)); return; }
             case "model.norm.weight" -> { out.add(new Out("output_norm.weight", shape, plusOne(v))); return; }
@@ -173,7 +181,7 @@ public final class LlamaCppQwen35Gguf {
         if (!m.matches()) throw new IllegalArgumentException("unmapped tensor " + hf);
         String b = "blk." + m.group(1) + ".", rest = m.group(2);
         int r = nv / nk;
-        boolean reorder = nk != nv;
+        boolean reorder = tiled && nk != nv;
         int qk = 2 * nk * dk;   // in_proj_qkv's / conv1d's q and k rows, before the value rows
         switch (rest) {
             case "input_layernorm.weight" -> out.add(new Out(b + "attn_norm.weight", shape, plusOne(v)));
