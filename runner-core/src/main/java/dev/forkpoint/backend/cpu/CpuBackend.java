@@ -64,9 +64,9 @@ public final class CpuBackend implements Backend {
 
     public Weight weight(String name, float[] values, int rows, int cols) {
         if (values.length != (long) rows * cols) throw new IllegalArgumentException(name + ": " + values.length + " values for " + rows + "×" + cols);
-        if (rows == 1) return new CpuWeight(name, "F32", 1, cols, null, values.clone());
-        MemorySegment data = MemorySegment.ofArray(values.clone());
-        return new CpuWeight(name, "F32", rows, cols, new F32Matrix(data, rows, cols), null);
+        float[] copy = values.clone();
+        PackedMatrix matrix = new F32Matrix(MemorySegment.ofArray(copy), rows, cols);
+        return new CpuWeight(name, "F32", rows, cols, matrix, rows == 1 ? copy : null);   // one row: a vector and a 1-row matrix
     }
 
     public Ops ops() { return ops; }
