@@ -202,7 +202,7 @@ record HybridWeights(Weight tokenEmbedding, Layer[] layers, Weight outputNorm, W
         if (e.sharedFfnDim() > 0) {
             shared = dense(l, p, dim, e.sharedFfnDim(), "_shexp");
             String g = p + "ffn_gate_inp_shexp.weight";
-            sharedGate = l.row(g, l.floats(g, dim));   // a 1 × dim matrix: the gate is x · sharedGateᵀ
+            sharedGate = l.host(g, l.floats(g, dim), 1, dim);
         }
         return new Sparse(experts, shared, sharedGate);
     }
@@ -256,16 +256,6 @@ record HybridWeights(Weight tokenEmbedding, Layer[] layers, Weight outputNorm, W
             float[] v = floats(name, n);
             for (int i = 0; i < n; i++) v[i] += 1f;
             return host(name, v, 1, n);
-        }
-
-        /**
-         * A one-row matrix of host values (whatever the stored shape: GGUF {H}, Hugging Face [1, H]).
-         * {@link Backend#weight(String, float[], int, int)} makes a vector of one row, which a matmul refuses.
-         */
-        Weight row(String name, float[] values) {
-            var t = new dev.forkpoint.format.gguf.GgufTensor(name, dev.forkpoint.tensor.GgmlType.F32, new long[] {values.length, 1}, 0,
-                    java.lang.foreign.MemorySegment.ofArray(values.clone()));
-            return counted(b.weight(t));
         }
 
         Weight host(String name, float[] values, int rows, int cols) {
