@@ -48,10 +48,10 @@ record HybridTransformer(ModelConfig config, HybridWeights weights) implements A
             b = ops.columns(ba, d.bColumns());
             a = ops.columns(ba, d.aColumns());
         } else {
-            qkv = ops.matmul(h, d.qkv());
-            z = ops.matmul(h, d.z());
-            b = ops.matmul(h, d.b());
-            a = ops.matmul(h, d.a());
+            qkv = gather(ops, ops.matmul(h, d.qkv()), d.qkvColumns());
+            z = gather(ops, ops.matmul(h, d.z()), d.zColumns());
+            b = gather(ops, ops.matmul(h, d.b()), d.bColumns());
+            a = gather(ops, ops.matmul(h, d.a()), d.aColumns());
         }
         Activation conv = ops.causalConv1dSilu(qkv, d.conv(), segments, layer);
         Activation q = ops.l2NormHeads(ops.columns(conv, range(0, hk * dk)), dk, L2_EPS, (float) (1 / Math.sqrt(dk)));
@@ -59,7 +59,11 @@ record HybridTransformer(ModelConfig config, HybridWeights weights) implements A
         Activation v = ops.columns(conv, range(2 * hk * dk, hv * dv));
         Activation o = ops.gatedDeltaRule(q, k, v, a, b, d.aLog(), d.dtBias(), segments, layer, hk, hv, dk, dv);
         o = ops.gatedRmsNorm(o, z, d.norm(), dv, config.rmsEps());
-        return ops.matmul(o, d.out());
+        return ops.matmul(gather(ops, o, d.outColumns()), d.out());
+    }
+
+    private static Activation gather(Ops ops, Activation x, int[] columns) {
+        return columns == null ? x : ops.columns(x, columns);
     }
 
     /** Gated DeltaNet's q/k normalisation: eps added to the sum of squares (Hugging Face's l2norm). */

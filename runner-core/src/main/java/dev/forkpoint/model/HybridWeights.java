@@ -25,10 +25,15 @@ record HybridWeights(Weight tokenEmbedding, Layer[] layers, Weight outputNorm, W
 
     /**
      * A Gated DeltaNet mixer. Split layout (Qwen3.5): qkv, z, b, a projections. Fused layout (Qwen3-Next): qkvz and
-     * ba, whose rows are grouped per key head; {@code qkvColumns} … gather them into the split order.
+     * ba, whose rows are grouped per key head; {@code qkvColumns} … gather them into the split order. A GGUF file of
+     * Qwen3.5 (llama.cpp's converter) stores the value heads tiled (head m·Hk + k for value m of key head k) rather
+     * than grouped (k·r + m): then the split projections' outputs are gathered into grouped order by the same
+     * arrays, the host-side kernel, A_log and dt_bias are permuted at load, and {@code outColumns} gathers the
+     * grouped output back into the tiled order out_proj reads. Null arrays: no gather.
      */
     record DeltaNet(Weight qkv, Weight z, Weight b, Weight a, Weight qkvz, Weight ba, int[] qkvColumns, int[] zColumns,
-                    int[] bColumns, int[] aColumns, Weight conv, Weight aLog, Weight dtBias, Weight norm, Weight out) implements Mixer {
+                    int[] bColumns, int[] aColumns, int[] outColumns, Weight conv, Weight aLog, Weight dtBias, Weight norm,
+                    Weight out) implements Mixer {
         boolean fused() { return qkvz != null; }
     }
 
@@ -108,8 +113,9 @@ record HybridWeights(Weight tokenEmbedding, Layer[] layers, Weight outputNorm, W
                 }
             }
         }
+        int[] outCols = null;
         float[] kernel = l.floats(p + "ssm_conv1d.weight", (long) channels * la.convKernel());
-        Weight conv = l.host(p + "ssm_conv1d.weight", kernel, channels, la.convKernel());
+        float[] dt = l.floats(p + "ssm_dt.bias", hv);
         float[] aLog;
         if (l.f.shape(p + "ssm_a_log").isPresent()) {
             aLog = l.floats(p + "ssm_a_log", hv);
@@ -121,11 +127,43 @@ record HybridWeights(Weight tokenEmbedding, Layer[] layers, Weight outputNorm, W
                 aLog[j] = (float) Math.log(-(double) negA[j]);
             }
         }
+        if (qkvz == null && tiledValueHeads(l.f, c)) {
+            int[] tiled = new int[hv];   // grouped head j = k·r + m is stored as m·Hk + k
+            for (int k = 0; k < hk; k++) for (int m = 0; m < r; m++) tiled[k * r + m] = m * hk + k;
+            int qk = 2 * hk * dk, kk = la.convKernel();
+            qkvCols = new int[channels];
+            zCols = new int[value];
+            bCols = new int[hv];
+            aCols = new int[hv];
+            outCols = new int[value];
+            float[] grouped = kernel.clone(), aGrouped = aLog.clone(), dtGrouped = dt.clone();
+            for (int i = 0; i < qk; i++) qkvCols[i] = i;
+            for (int j = 0; j < hv; j++) {
+                bCols[j] = aCols[j] = tiled[j];
+                aGrouped[j] = aLog[tiled[j]];
+                dtGrouped[j] = dt[tiled[j]];
+                for (int d = 0; d < dv; d++) {
+                    qkvCols[qk + j * dv + d] = qk + tiled[j] * dv + d;
+                    zCols[j * dv + d] = tiled[j] * dv + d;
+                    outCols[tiled[j] * dv + d] = j * dv + d;
+                    System.arraycopy(kernel, (qk + tiled[j] * dv + d) * kk, grouped, (qk + j * dv + d) * kk, kk);
+                }
+            }
+            kernel = grouped;
+            aLog = aGrouped;
+            dt = dtGrouped;
+        }
+        Weight conv = l.host(p + "ssm_conv1d.weight", kernel, channels, la.convKernel());
         Weight aLogW = l.host(p + "ssm_a_log", aLog, 1, hv);
-        Weight dtBias = l.host(p + "ssm_dt.bias", l.floats(p + "ssm_dt.bias", hv), 1, hv);
+        Weight dtBias = l.host(p + "ssm_dt.bias", dt, 1, hv);
         Weight norm = l.get(p + "ssm_norm.weight", dv);
         Weight out = l.get(p + "ssm_out.weight", value, c.dim());
-        return new DeltaNet(qkv, z, b, a, qkvz, ba, qkvCols, zCols, bCols, aCols, conv, aLogW, dtBias, norm, out);
+        return new DeltaNet(qkv, z, b, a, qkvz, ba, qkvCols, zCols, bCols, aCols, outCols, conv, aLogW, dtBias, norm, out);
+    }
+
+    /** llama.cpp's GGUF files of Qwen3.5 (not Qwen3-Next) with more value than key heads store the value heads tiled. */
+    private static boolean tiledValueHeads(ModelTensors f, ModelConfig c) {
+        return f instanceof GgufTensors && !c.architecture().equals("qwen3next") && c.linear().valueHeads() != c.linear().keyHeads();
     }
 
     private static Attention attention(Loader l, String p, ModelConfig c, boolean shift) {

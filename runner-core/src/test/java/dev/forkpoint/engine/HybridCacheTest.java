@@ -24,8 +24,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Seed scenario B on a hybrid model (the tiny Qwen3.5, Gated DeltaNet ×3 + attention, with a 16k context): the
  * recurrent state is restored from checkpoints at exact fork points, so a 9,001-token prompt changed in its last
  * character re-evaluates ≤ 3 tokens, one changed 100 tokens before its end ≤ 220, and one changed near its start
- * everything after the change; every time the logits equal those of a fresh computation (a namespace of its own, so
- * nothing cached) bit for bit.
+ * everything after the change; every time the greedy token equals a fresh computation's (a namespace of its own, so
+ * nothing cached) and the logits agree within float rounding ({@link #LOGIT_TOLERANCE}).
  */
 class HybridCacheTest {
     static final int CONTEXT = 16_384;
@@ -90,6 +90,21 @@ class HybridCacheTest {
         return model.tokenizer().encode(prompt, true, true).length;
     }
 
+    /**
+     * How far a resumed prompt's logits may be from a fresh computation's: they are computed in different chunks (a
+     * resumed prompt's chunks end at its fork point, a fresh one's do not; the CPU kernels are bit-identical across
+     * batches of up to 16 rows, not between a 16-row and a 512-row pass or the recurrent and chunked delta rule), so
+     * float rounding differs. A wrong or stale state would move them by orders of magnitude more.
+     */
+    static final double LOGIT_TOLERANCE = 1e-4;
+
+    static double maxDiff(float[] a, float[] b) {
+        assertEquals(a.length, b.length);
+        double m = 0;
+        for (int i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
+        return m;
+    }
+
     /** Runs {@code changed} after {@code original} in one namespace, and fresh in a namespace of its own. */
     static Run resumedAndCheckedAgainstFresh(String original, String changed, String salt) {
         Run first = run(original, salt);
@@ -100,11 +115,12 @@ class HybridCacheTest {
         Run fresh = run(changed, salt + " fresh");
         long t2 = System.nanoTime();
         assertEquals(tokens(changed), fresh.result().evaluatedPromptTokens());
-        assertArrayEquals(fresh.logits(), resumed.logits(), "the resumed prompt's logits equal a fresh computation's bit for bit");
+        double diff = maxDiff(fresh.logits(), resumed.logits());
+        assertTrue(diff <= LOGIT_TOLERANCE, "the resumed prompt's logits differ from a fresh computation's by " + diff);
         assertArrayEquals(fresh.result().generatedIds(), resumed.result().generatedIds());
-        System.out.printf(Locale.ROOT, "hybrid %s: %d tokens, resumed at %d: evaluated %d in %.0f ms (fresh: %d in %.0f ms)%n", salt,
+        System.out.printf(Locale.ROOT, "hybrid %s: %d tokens, resumed at %d: evaluated %d in %.0f ms (fresh: %d in %.0f ms), logits within %.1e%n", salt,
                 tokens(changed), resumed.result().cachedTokens(), resumed.result().evaluatedPromptTokens(), (t1 - t0) / 1e6,
-                fresh.result().evaluatedPromptTokens(), (t2 - t1) / 1e6);
+                fresh.result().evaluatedPromptTokens(), (t2 - t1) / 1e6, diff);
         return resumed;
     }
 
@@ -168,7 +184,9 @@ class HybridCacheTest {
                 assertTrue(e.getMessage().startsWith("injected fault: gated delta rule"), e.getMessage());
                 faulty[0].failDeltaRuleWhen(null);
                 Run again = run(longer, "fault"), fresh = run(longer, "fault fresh " + k);
-                assertArrayEquals(fresh.logits(), again.logits(), "after a fault (call " + k + "), the logits equal a fresh computation's");
+                double diff = maxDiff(fresh.logits(), again.logits());
+                assertTrue(diff <= LOGIT_TOLERANCE, "after a fault (call " + k + "), the logits differ from a fresh computation's by " + diff);
+                assertArrayEquals(fresh.result().generatedIds(), again.result().generatedIds());
                 assertTrue(again.result().cachedTokens() > 0, "the cached prefix is still used after the fault");
             }
             assertEquals(1, warm.result().generatedIds().length);

@@ -36,6 +36,8 @@ public record WorkPerCall(long bytes, long flops, String bytesWhat) {
                     yield Optional.of(new WorkPerCall(2 * positions * kvDim * element,
                             4L * AttentionBench.HEADS * AttentionBench.HEAD_DIM * positions, "K+V"));
                 }
+                case "MoeBench" -> Optional.of(new WorkPerCall(MoeBench.bytesPerToken(param.apply("type")),
+                        2L * MoeBench.HIDDEN * (MoeBench.EXPERTS + 3L * MoeBench.TOP_K * MoeBench.FFN), "weights read"));
                 case "RopeBench" -> {
                     long values = Long.parseLong(param.apply("tokens")) * RopeBench.HEADS * RopeBench.HEAD_DIM;
                     yield Optional.of(new WorkPerCall(2 * values * Float.BYTES, 3 * values, "activations in+out"));

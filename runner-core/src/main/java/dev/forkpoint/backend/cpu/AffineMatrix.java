@@ -96,35 +96,36 @@ final class AffineMatrix implements PackedMatrix {
     public String typeName() { return tensor.format().typeName(); }
     public int rows() { return rows; }
     public int cols() { return cols; }
+    public long rowBytes() { return rowBytes + 2L * groups * (scaleKind == 0 ? 4 : 2); }
 
-    public void multiply(float[] x, int n, float[] out, WorkerPool pool) {
-        KernelSupport.checkMultiply(this, x, n, out);
+    public void multiplyRows(int firstRow, int rowCount, float[] x, int n, float[] out, WorkerPool pool) {
+        KernelSupport.checkMultiply(this, firstRow, rowCount, x, n, out);
         if (KernelSupport.gemm(n)) {
-            FloatGemm.multiply(this, x, n, out, pool);
+            FloatGemm.multiply(this, firstRow, rowCount, x, n, out, pool);
             return;
         }
         Q8Activations a = Q8Activations.q8_0(x, n, cols);
         float[] d = a.d();
         float[] xs = groupSums(a.q(), d, n);
         short[] q = bits == 4 ? deinterleave(a.q()) : a.q();
-        pool.runRanges(rows, KernelSupport.parts(pool), 8, (from, to) -> {
+        pool.runRanges(rowCount, KernelSupport.parts(pool), 8, (from, to) -> {
             float[] sc = new float[groups], bs = new float[groups];
             if (bits == 4) {
-                for (int r = from; r < to; r++) {
+                for (int r = firstRow + from; r < firstRow + to; r++) {
                     rowScales(r, sc, bs);
-                    for (int t = 0; t < n; t++) out[t * rows + r] = dot4(r, q, d, t, sc, bs, xs);
+                    for (int t = 0; t < n; t++) out[t * rowCount + r - firstRow] = dot4(r, q, d, t, sc, bs, xs);
                 }
             } else if (bits == 8) {
-                for (int r = from; r < to; r++) {
+                for (int r = firstRow + from; r < firstRow + to; r++) {
                     rowScales(r, sc, bs);
-                    for (int t = 0; t < n; t++) out[t * rows + r] = dot8(r, q, d, t, sc, bs, xs);
+                    for (int t = 0; t < n; t++) out[t * rowCount + r - firstRow] = dot8(r, q, d, t, sc, bs, xs);
                 }
             } else {
                 short[] codes = new short[cols];
-                for (int r = from; r < to; r++) {
+                for (int r = firstRow + from; r < firstRow + to; r++) {
                     unpackRow(r, codes);
                     rowScales(r, sc, bs);
-                    for (int t = 0; t < n; t++) out[t * rows + r] = dotCodes(codes, q, d, t, sc, bs, xs);
+                    for (int t = 0; t < n; t++) out[t * rowCount + r - firstRow] = dotCodes(codes, q, d, t, sc, bs, xs);
                 }
             }
         });

@@ -32,6 +32,7 @@ final class BF16Matrix implements PackedMatrix {
     public String typeName() { return "BF16"; }
     public int rows() { return rows; }
     public int cols() { return cols; }
+    public long rowBytes() { return (long) cols * 2; }
 
     private static FloatVector load(MemorySegment w, long off) {
         return ((IntVector) ShortVector.fromMemorySegment(S, w, off, LE).convertShape(VectorOperators.ZERO_EXTEND_S2I, I, 0))
@@ -42,15 +43,15 @@ final class BF16Matrix implements PackedMatrix {
         return Float.intBitsToFloat((w.get(I16, off) & 0xffff) << 16);
     }
 
-    public void multiply(float[] x, int n, float[] out, WorkerPool pool) {
-        KernelSupport.checkMultiply(this, x, n, out);
+    public void multiplyRows(int firstRow, int rowCount, float[] x, int n, float[] out, WorkerPool pool) {
+        KernelSupport.checkMultiply(this, firstRow, rowCount, x, n, out);
         if (KernelSupport.gemm(n)) {
-            FloatGemm.multiply(this, x, n, out, pool);
+            FloatGemm.multiply(this, firstRow, rowCount, x, n, out, pool);
             return;
         }
-        pool.runRanges(rows, KernelSupport.parts(pool), 8, (from, to) -> {
-            for (int r = from; r < to; r++) {
-                for (int t = 0; t < n; t++) out[t * rows + r] = dot((long) r * cols * 2, x, t * cols);
+        pool.runRanges(rowCount, KernelSupport.parts(pool), 8, (from, to) -> {
+            for (int r = firstRow + from; r < firstRow + to; r++) {
+                for (int t = 0; t < n; t++) out[t * rowCount + r - firstRow] = dot((long) r * cols * 2, x, t * cols);
             }
         });
     }

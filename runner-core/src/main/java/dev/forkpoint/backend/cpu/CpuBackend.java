@@ -64,12 +64,19 @@ public final class CpuBackend implements Backend {
 
     public Weight weight(String name, float[] values, int rows, int cols) {
         if (values.length != (long) rows * cols) throw new IllegalArgumentException(name + ": " + values.length + " values for " + rows + "×" + cols);
-        if (rows == 1) return new CpuWeight(name, "F32", 1, cols, null, values.clone());
-        MemorySegment data = MemorySegment.ofArray(values.clone());
-        return new CpuWeight(name, "F32", rows, cols, new F32Matrix(data, rows, cols), null);
+        float[] copy = values.clone();
+        PackedMatrix matrix = new F32Matrix(MemorySegment.ofArray(copy), rows, cols);
+        return new CpuWeight(name, "F32", rows, cols, matrix, rows == 1 ? copy : null);   // one row: a vector and a 1-row matrix
     }
 
     public Ops ops() { return ops; }
+
+    /**
+     * Weight bytes read by the CPU mixture-of-experts blocks of this JVM so far (router rows plus the chosen experts'
+     * gate, up and down rows, each at its type's bytes per row): a benchmark's check that decode reads only the
+     * chosen experts. Summed over every backend instance and thread.
+     */
+    public static long moeWeightBytesRead() { return CpuMoe.weightBytesRead(); }
 
     public void close() { pool.close(); }
 }

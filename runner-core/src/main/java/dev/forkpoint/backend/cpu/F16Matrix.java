@@ -34,6 +34,7 @@ final class F16Matrix implements PackedMatrix {
     public String typeName() { return "F16"; }
     public int rows() { return rows; }
     public int cols() { return cols; }
+    public long rowBytes() { return (long) cols * 2; }
 
     /** IEEE half → float for L lanes: exponent rebias by a multiply (exact for normals and subnormals), Inf/NaN by mask. */
     static FloatVector toFloat(ShortVector h) {
@@ -49,16 +50,16 @@ final class F16Matrix implements PackedMatrix {
         return bits.or(sign).reinterpretAsFloats();
     }
 
-    public void multiply(float[] x, int n, float[] out, WorkerPool pool) {
-        KernelSupport.checkMultiply(this, x, n, out);
+    public void multiplyRows(int firstRow, int rowCount, float[] x, int n, float[] out, WorkerPool pool) {
+        KernelSupport.checkMultiply(this, firstRow, rowCount, x, n, out);
         if (KernelSupport.gemm(n)) {
-            FloatGemm.multiply(this, x, n, out, pool);
+            FloatGemm.multiply(this, firstRow, rowCount, x, n, out, pool);
             return;
         }
-        pool.runRanges(rows, KernelSupport.parts(pool), 8, (from, to) -> {
-            for (int r = from; r < to; r++) {
+        pool.runRanges(rowCount, KernelSupport.parts(pool), 8, (from, to) -> {
+            for (int r = firstRow + from; r < firstRow + to; r++) {
                 long base = (long) r * cols * 2;
-                for (int t = 0; t < n; t++) out[t * rows + r] = dot(base, x, t * cols);
+                for (int t = 0; t < n; t++) out[t * rowCount + r - firstRow] = dot(base, x, t * cols);
             }
         });
     }

@@ -28,17 +28,18 @@ final class F32Matrix implements PackedMatrix {
     public String typeName() { return "F32"; }
     public int rows() { return rows; }
     public int cols() { return cols; }
+    public long rowBytes() { return (long) cols * 4; }
 
-    public void multiply(float[] x, int n, float[] out, WorkerPool pool) {
-        KernelSupport.checkMultiply(this, x, n, out);
+    public void multiplyRows(int firstRow, int rowCount, float[] x, int n, float[] out, WorkerPool pool) {
+        KernelSupport.checkMultiply(this, firstRow, rowCount, x, n, out);
         if (KernelSupport.gemm(n)) {
-            FloatGemm.multiply(this, x, n, out, pool);
+            FloatGemm.multiply(this, firstRow, rowCount, x, n, out, pool);
             return;
         }
-        pool.runRanges(rows, KernelSupport.parts(pool), 8, (from, to) -> {
-            for (int r = from; r < to; r++) {
+        pool.runRanges(rowCount, KernelSupport.parts(pool), 8, (from, to) -> {
+            for (int r = firstRow + from; r < firstRow + to; r++) {
                 long base = (long) r * cols * 4;
-                for (int t = 0; t < n; t++) out[t * rows + r] = dot(base, x, t * cols);
+                for (int t = 0; t < n; t++) out[t * rowCount + r - firstRow] = dot(base, x, t * cols);
             }
         });
     }

@@ -23,9 +23,14 @@ final class FloatGemm {
     private static final int TOKEN_BLOCK = 32;
     private static final int K_CHUNK = 512;
 
-    /** out[t·rows + r] = Σ_c W[r][c] · x[t·cols + c] with W read through {@code m.dequantizeRow}. */
-    static void multiply(PackedMatrix m, float[] x, int n, float[] out, WorkerPool pool) {
-        int rows = m.rows(), cols = m.cols();
+    /**
+     * out[t·rowCount + r] = Σ_c W[firstRow + r][c] · x[t·cols + c] for r &lt; rowCount, with W read through
+     * {@code m.dequantizeRow} (only the range's rows). A row's sums depend on n and the columns only (the token
+     * blocks, the column chunks and the lane-wise accumulation are the same for each of the four rows of a tile, and
+     * padding rows are zeros of their own), so any row range gives the same bits as those rows of the whole matrix.
+     */
+    static void multiply(PackedMatrix m, int firstRow, int rowCount, float[] x, int n, float[] out, WorkerPool pool) {
+        int rows = rowCount, cols = m.cols();
         int vecCols = cols / L * L;
         pool.runRanges(rows, pool.threads() * 4, R, (from, to) -> {
             float[] w = new float[R * cols];
@@ -34,7 +39,7 @@ final class FloatGemm {
                 int t1 = Math.min(n, t0 + TOKEN_BLOCK);
                 for (int r0 = from; r0 < to; r0 += R) {
                     int nr = Math.min(R, to - r0);
-                    for (int i = 0; i < nr; i++) m.dequantizeRow(r0 + i, w, i * cols);
+                    for (int i = 0; i < nr; i++) m.dequantizeRow(firstRow + r0 + i, w, i * cols);
                     if (nr < R) Arrays.fill(w, nr * cols, R * cols, 0f);
                     Arrays.fill(acc, 0f);
                     for (int k0 = 0; k0 < vecCols; k0 += K_CHUNK) {

@@ -114,21 +114,22 @@ final class FpMatrix implements PackedMatrix {
     public String typeName() { return format.typeName(); }
     public int rows() { return rows; }
     public int cols() { return cols; }
+    public long rowBytes() { return rowBytes + groups; }
 
-    public void multiply(float[] x, int n, float[] out, WorkerPool pool) {
-        KernelSupport.checkMultiply(this, x, n, out);
+    public void multiplyRows(int firstRow, int rowCount, float[] x, int n, float[] out, WorkerPool pool) {
+        KernelSupport.checkMultiply(this, firstRow, rowCount, x, n, out);
         if (KernelSupport.gemm(n)) {
-            FloatGemm.multiply(this, x, n, out, pool);
+            FloatGemm.multiply(this, firstRow, rowCount, x, n, out, pool);
             return;
         }
         FpFormat f = format;
         float[] xs = f == FpFormat.MXFP8 ? x : deinterleave(x, n, cols);
-        pool.runRanges(rows, KernelSupport.parts(pool), 8, (from, to) -> {
+        pool.runRanges(rowCount, KernelSupport.parts(pool), 8, (from, to) -> {
             float[] sc = new float[groups];
-            for (int r = from; r < to; r++) {
+            for (int r = firstRow + from; r < firstRow + to; r++) {
                 rowScales(r, sc);
                 for (int t = 0; t < n; t++) {
-                    out[t * rows + r] = switch (f) {
+                    out[t * rowCount + r - firstRow] = switch (f) {
                         case MXFP4 -> dotMx4(r, xs, t, sc);
                         case NVFP4 -> dotNv4(r, xs, t, sc);
                         case MXFP8 -> dot8(r, xs, t, sc);

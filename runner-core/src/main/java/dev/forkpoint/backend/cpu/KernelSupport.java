@@ -127,13 +127,16 @@ final class KernelSupport {
         return pool.threads() * 4;
     }
 
-    static void checkMultiply(PackedMatrix m, float[] x, int n, float[] out) {
+    static void checkMultiply(PackedMatrix m, int firstRow, int rowCount, float[] x, int n, float[] out) {
         if (n < 1) throw new IllegalArgumentException("token count must be at least 1, got " + n);
+        if (firstRow < 0 || rowCount < 1 || (long) firstRow + rowCount > m.rows()) {
+            throw new IndexOutOfBoundsException(rowCount + " rows from row " + firstRow + " of " + m.rows());
+        }
         if ((long) n * m.cols() > x.length) {
             throw new IllegalArgumentException("input holds " + x.length + " floats, " + n + " × " + m.cols() + " needed");
         }
-        if ((long) n * m.rows() > out.length) {
-            throw new IllegalArgumentException("output holds " + out.length + " floats, " + n + " × " + m.rows() + " needed");
+        if ((long) n * rowCount > out.length) {
+            throw new IllegalArgumentException("output holds " + out.length + " floats, " + n + " × " + rowCount + " needed");
         }
     }
 

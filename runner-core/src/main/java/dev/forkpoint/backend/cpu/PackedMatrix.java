@@ -20,7 +20,25 @@ public interface PackedMatrix {
      * out[t·rows + r] = Σ_c W[r][c] · x[t·cols + c] for every t &lt; n and every row r, using the pool's threads.
      * n = 1 is decode (matrix–vector); n &gt; 1 is prefill (matrix–matrix).
      */
-    void multiply(float[] x, int n, float[] out, WorkerPool pool);
+    default void multiply(float[] x, int n, float[] out, WorkerPool pool) {
+        multiplyRows(0, rows(), x, n, out, pool);
+    }
+
+    /**
+     * Rows [firstRow, firstRow + rowCount) of {@link #multiply}: out[t·rowCount + (r − firstRow)] = Σ_c W[r][c] ·
+     * x[t·cols + c] for every t &lt; n, reading only those rows' bytes ({@code rowCount · rowBytes()} of them). The
+     * result is bit-identical to the same rows of {@code multiply} with the same n, on the decode path and the
+     * prefill GEMM alike: every row's sums are formed on their own, in an order that depends only on n and the
+     * columns (never on where the row sits in the range or how the range is split among threads). Any range of whole
+     * rows is allowed: every type stores its rows contiguously, each a whole number of blocks or groups.
+     */
+    void multiplyRows(int firstRow, int rowCount, float[] x, int n, float[] out, WorkerPool pool);
+
+    /**
+     * The bytes one row occupies in the weight's storage, per-block and per-group scales (and biases) included: what
+     * multiplying that row reads from the weights.
+     */
+    long rowBytes();
 
     /** Writes the {@code cols} values of row {@code row} as floats to dst[dstOff …]. */
     void dequantizeRow(int row, float[] dst, int dstOff);

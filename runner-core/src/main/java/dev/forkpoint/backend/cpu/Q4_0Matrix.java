@@ -43,21 +43,22 @@ final class Q4_0Matrix implements PackedMatrix {
     public String typeName() { return "Q4_0"; }
     public int rows() { return rows; }
     public int cols() { return cols; }
+    public long rowBytes() { return (long) blocks * BYTES; }
 
-    public void multiply(float[] x, int n, float[] out, WorkerPool pool) {
-        KernelSupport.checkMultiply(this, x, n, out);
+    public void multiplyRows(int firstRow, int rowCount, float[] x, int n, float[] out, WorkerPool pool) {
+        KernelSupport.checkMultiply(this, firstRow, rowCount, x, n, out);
         boolean prefill = KernelSupport.gemm(n);
         Q8Activations a = Q8Activations.q8_0(x, n, cols);
         if (prefill) {
-            FloatGemm.multiply(this, a.dequantized(), n, out, pool);
+            FloatGemm.multiply(this, firstRow, rowCount, a.dequantized(), n, out, pool);
             return;
         }
         short[] q = a.q();
         float[] d = a.d();
-        pool.runRanges(rows, KernelSupport.parts(pool), 8, (from, to) -> {
-            for (int r = from; r < to; r++) {
+        pool.runRanges(rowCount, KernelSupport.parts(pool), 8, (from, to) -> {
+            for (int r = firstRow + from; r < firstRow + to; r++) {
                 long base = (long) r * blocks * BYTES;
-                for (int t = 0; t < n; t++) out[t * rows + r] = dot(base, q, d, t * blocks);
+                for (int t = 0; t < n; t++) out[t * rowCount + r - firstRow] = dot(base, q, d, t * blocks);
             }
         });
     }

@@ -40,17 +40,18 @@ final class Q6KMatrix implements PackedMatrix {
     public String typeName() { return "Q6_K"; }
     public int rows() { return rows; }
     public int cols() { return cols; }
+    public long rowBytes() { return (long) blocks * BYTES; }
 
-    public void multiply(float[] x, int n, float[] out, WorkerPool pool) {
-        KernelSupport.checkMultiply(this, x, n, out);
+    public void multiplyRows(int firstRow, int rowCount, float[] x, int n, float[] out, WorkerPool pool) {
+        KernelSupport.checkMultiply(this, firstRow, rowCount, x, n, out);
         Q8Activations a = Q8Activations.q8_K(x, n, cols);
         if (KernelSupport.gemm(n)) {
-            FloatGemm.multiply(this, a.dequantized(), n, out, pool);
+            FloatGemm.multiply(this, firstRow, rowCount, a.dequantized(), n, out, pool);
             return;
         }
-        pool.runRanges(rows, KernelSupport.parts(pool), 8, (from, to) -> {
-            for (int r = from; r < to; r++) {
-                for (int t = 0; t < n; t++) out[t * rows + r] = dot((long) r * blocks * BYTES, a, t * blocks);
+        pool.runRanges(rowCount, KernelSupport.parts(pool), 8, (from, to) -> {
+            for (int r = firstRow + from; r < firstRow + to; r++) {
+                for (int t = 0; t < n; t++) out[t * rowCount + r - firstRow] = dot((long) r * blocks * BYTES, a, t * blocks);
             }
         });
     }
