@@ -25,11 +25,12 @@ import java.util.Map;
  * @param bosTokenId  BOS id, or -1
  * @param eosTokenIds EOS ids (the first is the tokenizer's EOS); may be empty
  * @param torchDtype  "float32", "float16" or "bfloat16": the dtype of the unquantised weights
+ * @param hybrid      for the Qwen3.5 hybrids ({@link #HYBRID_ARCHITECTURES}), their own sizes and source JSON; else null
  */
 public record ConfigJson(String modelType, int hiddenSize, int layers, int heads, int kvHeads, int headDim,
                          int intermediateSize, int vocabSize, int maxPositionEmbeddings, float rmsNormEps,
                          double ropeTheta, RopeScaling ropeScaling, boolean tieWordEmbeddings, String torchDtype,
-                         int bosTokenId, List<Integer> eosTokenIds) {
+                         int bosTokenId, List<Integer> eosTokenIds, HybridConfig hybrid) {
 
     static final String FILE = "config.json";
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -38,9 +39,35 @@ public record ConfigJson(String modelType, int hiddenSize, int layers, int heads
     static final Map<String, String> ARCHITECTURES = Map.of(
             "llama", "LlamaForCausalLM", "qwen2", "Qwen2ForCausalLM", "qwen3", "Qwen3ForCausalLM");
 
+    /**
+     * The Qwen3.5 hybrids (Gated DeltaNet + gated attention) converted from Hugging Face / MLX folders to MLX only,
+     * with their Hugging Face architecture class; their config.json is carried over as it is ({@link HybridConfig}).
+     */
+    static final Map<String, String> HYBRID_ARCHITECTURES = Map.of(
+            "qwen3_5", "Qwen3_5ForConditionalGeneration", "qwen3_5_moe", "Qwen3_5MoeForConditionalGeneration");
+
     public ConfigJson {
         eosTokenIds = List.copyOf(eosTokenIds);
     }
+
+    /** A Llama / Qwen2 / Qwen3 configuration (no hybrid part). */
+    public ConfigJson(String modelType, int hiddenSize, int layers, int heads, int kvHeads, int headDim,
+                      int intermediateSize, int vocabSize, int maxPositionEmbeddings, float rmsNormEps,
+                      double ropeTheta, RopeScaling ropeScaling, boolean tieWordEmbeddings, String torchDtype,
+                      int bosTokenId, List<Integer> eosTokenIds) {
+        this(modelType, hiddenSize, layers, heads, kvHeads, headDim, intermediateSize, vocabSize, maxPositionEmbeddings,
+                rmsNormEps, ropeTheta, ropeScaling, tieWordEmbeddings, torchDtype, bosTokenId, eosTokenIds, null);
+    }
+
+    /** "llama, qwen2, qwen3, qwen3_5, qwen3_5_moe": the model types a folder may have. */
+    static String folderTypes() {
+        var all = new java.util.TreeSet<>(ARCHITECTURES.keySet());
+        all.addAll(HYBRID_ARCHITECTURES.keySet());
+        return String.join(", ", all);
+    }
+
+    /** The name as the shape checks see it (a hybrid's language-model prefix replaced by {@code model.}). */
+    String canonicalName(String name) { return hybrid == null ? name : HybridConfig.canonical(name); }
 
     /** Llama 3's {@code rope_scaling} ({@code rope_type: "llama3"}). */
     public record RopeScaling(double factor, double lowFreqFactor, double highFreqFactor, int originalContext) {
@@ -51,7 +78,7 @@ public record ConfigJson(String modelType, int hiddenSize, int layers, int heads
 
     ConfigJson withDtype(String dtype) {
         return new ConfigJson(modelType, hiddenSize, layers, heads, kvHeads, headDim, intermediateSize, vocabSize,
-                maxPositionEmbeddings, rmsNormEps, ropeTheta, ropeScaling, tieWordEmbeddings, dtype, bosTokenId, eosTokenIds);
+                maxPositionEmbeddings, rmsNormEps, ropeTheta, ropeScaling, tieWordEmbeddings, dtype, bosTokenId, eosTokenIds, hybrid);
     }
 
     /** Whether GGUF stores this architecture's q/k rows permuted (llama.cpp does it for Llama only). */
@@ -115,6 +142,7 @@ public record ConfigJson(String modelType, int hiddenSize, int layers, int heads
 
     /** config.json, with {@code quantization} and {@code quantization_config} when {@code quantization} is non-null. */
     ObjectNode toJson(ObjectNode quantization) {
+        if (hybrid != null) return hybrid.toJson(quantization);
         ObjectNode o = JSON.createObjectNode();
         o.putArray("architectures").add(ARCHITECTURES.get(modelType));
         o.put("model_type", modelType);
@@ -162,9 +190,10 @@ public record ConfigJson(String modelType, int hiddenSize, int layers, int heads
         JsonNode o = dev.forkpoint.format.JsonFile.read(file, "config.json");
         if (o == null || !o.isObject()) throw new ModelFormatException(file, "config.json", "must be a JSON object");
         String type = text(file, o, "model_type");
+        if (HYBRID_ARCHITECTURES.containsKey(type)) return hybrid(file, (ObjectNode) o, type);
         if (!ARCHITECTURES.containsKey(type)) {
             throw new ModelFormatException(file, "model_type", "model type '" + type + "' cannot be converted; supported: "
-                    + String.join(", ", new java.util.TreeSet<>(ARCHITECTURES.keySet())));
+                    + folderTypes());
         }
         int hidden = positive(file, o, "hidden_size", null);
         int heads = positive(file, o, "num_attention_heads", null);
@@ -195,6 +224,24 @@ public record ConfigJson(String modelType, int hiddenSize, int layers, int heads
                 (float) (o.hasNonNull("rms_norm_eps") ? number(file, o, "rms_norm_eps", "") : 1e-6),
                 o.hasNonNull("rope_theta") ? number(file, o, "rope_theta", "") : 10000.0, scaling,
                 o.path("tie_word_embeddings").asBoolean(false), o.path("torch_dtype").asText("float16"), bos, eos);
+    }
+
+    /** A Qwen3.5 hybrid's configuration: the sizes from {@code text_config}, the rest kept in {@link HybridConfig#source}. */
+    private static ConfigJson hybrid(Path file, ObjectNode root, String type) {
+        HybridConfig h = HybridConfig.read(file, root, type);
+        JsonNode o = root.hasNonNull("text_config") ? root.get("text_config") : root;
+        String p = root.hasNonNull("text_config") ? "text_config." : "";
+        double theta = o.path("rope_parameters").hasNonNull("rope_theta") ? number(file, o.get("rope_parameters"), "rope_theta", p + "rope_parameters.")
+                : o.hasNonNull("rope_theta") ? number(file, o, "rope_theta", p) : 100000.0;
+        int bos = o.path("bos_token_id").isIntegralNumber() ? o.get("bos_token_id").asInt() : -1;
+        List<Integer> eos = new java.util.ArrayList<>();
+        JsonNode e = o.get("eos_token_id");
+        if (e != null && e.isIntegralNumber()) eos.add(e.asInt());
+        else if (e != null && e.isArray()) e.forEach(x -> eos.add(x.asInt()));
+        return new ConfigJson(type, h.hidden(), h.layers(), h.heads(), h.kvHeads(), h.headDim(),
+                h.moe() ? h.expertIntermediate() : h.intermediate(), h.vocab(), positive(file, o, "max_position_embeddings", 2048),
+                (float) (o.hasNonNull("rms_norm_eps") ? number(file, o, "rms_norm_eps", p) : 1e-6), theta, null, h.tied(),
+                root.path("torch_dtype").asText(root.path("dtype").asText("float32")), bos, eos, h);
     }
 
     /** The {@code quantization} block of a config.json (null when the model is not quantised). */
@@ -255,6 +302,7 @@ public record ConfigJson(String modelType, int hiddenSize, int layers, int heads
      * The row-major shape config.json implies for a Hugging Face weight name, or null for names it says nothing about.
      */
     long[] expectedShape(String name) {
+        if (hybrid != null) throw new IllegalStateException("a hybrid's shapes come from allowedShapes");
         String n = name.replaceFirst("^model\\.layers\\.\\d+\\.", "");
         long q = (long) heads * headDim, kv = (long) kvHeads * headDim;
         return switch (n) {
@@ -270,6 +318,24 @@ public record ConfigJson(String modelType, int hiddenSize, int layers, int heads
             case "mlp.down_proj.weight" -> new long[]{hiddenSize, intermediateSize};
             default -> null;
         };
+    }
+
+    /** The shapes config.json allows for a weight; empty for names it says nothing about. */
+    List<long[]> allowedShapes(String name) {
+        if (hybrid != null) return hybrid.allowedShapes(name);
+        long[] s = expectedShape(name);
+        return s == null ? List.of() : List.<long[]>of(s);
+    }
+
+    /** The first weight the model needs that {@code present} lacks (for a message), or null when none is missing. */
+    String missingTensor(java.util.Set<String> present) {
+        if (hybrid != null) {
+            java.util.Set<String> canonical = new java.util.HashSet<>();
+            present.forEach(n -> canonical.add(HybridConfig.canonical(n)));
+            return hybrid.missing(canonical);
+        }
+        for (String required : requiredTensors()) if (!present.contains(required)) return required;
+        return null;
     }
 
     /** The Hugging Face weights every layer of this architecture must have. */

@@ -56,6 +56,7 @@ final class FolderSource implements SourceModel {
         for (SafetensorsTensor t : shards.tensors()) {
             String name = t.name();
             if (consumed.contains(name) || name.endsWith(".rotary_emb.inv_freq")) continue;
+            if (config.hybrid() != null && HybridConfig.ignored(name)) continue;   // vision tower, multi-token prediction
             if (name.endsWith(".scales") || name.endsWith(".biases")) {
                 String module = name.substring(0, name.lastIndexOf('.'));
                 if (shards.find(module + ".weight").isEmpty()) {
@@ -69,23 +70,22 @@ final class FolderSource implements SourceModel {
             if (name.endsWith(".weight") && scales.isPresent()) {
                 st = quantised(t, scales.get(), module, quantization, folder.resolve("config.json"));
             } else {
-                st = plain(t);
+                st = plain(t, config.hybrid() != null ? 3 : 2);
             }
-            if (name.equals("lm_head.weight") && config.tieWordEmbeddings()) continue;   // tied: the embedding is the output
-            long[] expected = config.expectedShape(name);
-            if (expected != null && !Arrays.equals(expected, st.shape())) {
+            if (config.canonicalName(name).equals("lm_head.weight") && config.tieWordEmbeddings()) continue;   // tied: the embedding is the output
+            List<long[]> allowed = config.allowedShapes(name);
+            if (!allowed.isEmpty() && allowed.stream().noneMatch(a -> Arrays.equals(a, st.shape()))) {
                 throw new ModelFormatException(t.file(), "tensor " + name, "shape " + Arrays.toString(st.shape())
-                        + " does not match config.json, which implies " + Arrays.toString(expected));
+                        + " does not match config.json, which implies " + String.join(" or ", allowed.stream().map(Arrays::toString).toList()));
             }
             tensors.add(st);
         }
         Set<String> names = new HashSet<>();
         tensors.forEach(x -> names.add(x.name()));
-        for (String required : config.requiredTensors()) {
-            if (!names.contains(required)) {
-                throw new ModelFormatException(folder, "tensor " + required, "missing from the folder's safetensors files (config.json's "
-                        + config.modelType() + " with " + config.layers() + " layers needs it)");
-            }
+        String missing = config.missingTensor(names);
+        if (missing != null) {
+            throw new ModelFormatException(folder, "tensor " + missing, "missing from the folder's safetensors files (config.json's "
+                    + config.modelType() + " with " + config.layers() + " layers needs it)");
         }
     }
 
@@ -104,14 +104,16 @@ final class FolderSource implements SourceModel {
         }
     }
 
-    private static SourceTensor plain(SafetensorsTensor t) {
+    /** A plain float tensor of one to {@code maxDims} dimensions (3 for a hybrid's convolution and stacked experts). */
+    private static SourceTensor plain(SafetensorsTensor t, int maxDims) {
         GgmlType type = t.dtype().ggmlType();
         if (type == null) {
             throw new ModelFormatException(t.file(), "tensor " + t.name(), "dtype " + t.dtype() + " cannot be converted (F32, F16, BF16,"
                     + " or U32 codes with scales and biases)");
         }
-        if (t.shape().length < 1 || t.shape().length > 2) {
-            throw new ModelFormatException(t.file(), "tensor " + t.name(), "shape " + t.shapeString() + " must have one or two dimensions");
+        if (t.shape().length < 1 || t.shape().length > maxDims) {
+            throw new ModelFormatException(t.file(), "tensor " + t.name(), "shape " + t.shapeString() + " must have one "
+                    + (maxDims == 2 ? "or two" : "to " + maxDims) + " dimensions");
         }
         long[] shape = t.shape();
         int cols = Math.toIntExact(shape[shape.length - 1]);
@@ -123,13 +125,15 @@ final class FolderSource implements SourceModel {
     /** A quantised module (MLX affine or mxfp4 / nvfp4 / mxfp8), dequantised row by row as MLX does. */
     private SourceTensor quantised(SafetensorsTensor w, SafetensorsTensor s, String module, JsonNode q, Path configFile) {
         MlxFormat format = MlxModuleQuantization.of(q, module, configFile).format(configFile, w.file(), w.name());
-        if (w.dtype() != SafetensorsDtype.U32 || w.shape().length != 2) {
-            throw new ModelFormatException(w.file(), "tensor " + w.name(), "a quantised weight must be U32 [rows, cols·bits/32], found "
-                    + w.dtype() + " " + w.shapeString());
+        boolean stacked = config.hybrid() != null && w.shape().length == 3;
+        if (w.dtype() != SafetensorsDtype.U32 || (w.shape().length != 2 && !stacked)) {
+            throw new ModelFormatException(w.file(), "tensor " + w.name(), "a quantised weight must be U32 [rows, cols·bits/32]"
+                    + (config.hybrid() != null ? " (or stacked experts [E, rows, cols·bits/32])" : "") + ", found " + w.dtype() + " " + w.shapeString());
         }
-        int rows = Math.toIntExact(w.shape()[0]);
-        long cols = w.shape()[1] * 32 / format.bits();
-        long[] groups = {rows, cols / format.groupSize()};
+        int rows = Math.toIntExact(stacked ? w.shape()[0] * w.shape()[1] : w.shape()[0]);
+        long cols = w.shape()[w.shape().length - 1] * 32 / format.bits();
+        long[] groups = stacked ? new long[]{w.shape()[0], w.shape()[1], cols / format.groupSize()} : new long[]{rows, cols / format.groupSize()};
+        long[] shape = stacked ? new long[]{w.shape()[0], w.shape()[1], cols} : new long[]{rows, cols};
         if (format instanceof FpFormat f) {
             if (!Arrays.equals(s.shape(), groups) || (s.dtype() != SafetensorsDtype.U8 && s.dtype() != SafetensorsDtype.F8_E8M0
                     && s.dtype() != SafetensorsDtype.F8_E4M3) || cols % f.groupSize() != 0) {
@@ -146,7 +150,7 @@ final class FolderSource implements SourceModel {
             } catch (InvalidInputException e) {
                 throw new ModelFormatException(w.file(), "tensor " + w.name(), e.getMessage());
             }
-            return new SourceTensor(w.name(), new long[]{rows, cols}, null, w.file() + ": " + w.name(),
+            return new SourceTensor(w.name(), shape, null, w.file() + ": " + w.name(),
                     (row, dst) -> FpCodec.dequantizeRow(t, row, dst, 0));
         }
         AffineFormat f = (AffineFormat) format;
@@ -163,7 +167,7 @@ final class FolderSource implements SourceModel {
         } catch (InvalidInputException e) {
             throw new ModelFormatException(w.file(), "tensor " + w.name(), e.getMessage());
         }
-        return new SourceTensor(w.name(), new long[]{rows, cols}, null, w.file() + ": " + w.name(),
+        return new SourceTensor(w.name(), shape, null, w.file() + ": " + w.name(),
                 (row, dst) -> AffineCodec.dequantizeRow(t, row, dst, 0));
     }
 

@@ -34,6 +34,13 @@ import java.util.function.BiConsumer;
  * {@code {"group_size": g, "bits": b}} under their module path in the quantization block; modules left unquantised
  * (output kept, or a dimension that does not divide into groups) get {@code false}.
  *
+ * <p>Qwen3.5 hybrids ({@code qwen3_5}, {@code qwen3_5_moe}) keep their config.json as it is (plus the quantization
+ * block) and their tensor names, but for the experts, which take mlx-lm's stacked {@code switch_mlp} layout
+ * ({@link MlxHybridLayout}) and are quantised as [E, out, in] (codes [E, out, in·bits/32], scales and biases
+ * [E, out, in/group]). As mlx-lm does, a mixture's router ({@code mlp.gate}) gets 8 bits and group size 64 whatever
+ * the rest gets (a per-module entry); the shared-expert gate stays float (Forkpoint reads it as floats). The
+ * convolution (three-dimensional), A_log, dt_bias and the norms are copied as they are.
+ *
  * <p>Memory stays bounded: every tensor is produced row by row while its bytes are written.
  */
 final class MlxWriter {
@@ -62,32 +69,42 @@ final class MlxWriter {
         List<Entry> entries = new ArrayList<>();
         List<String> kept = new ArrayList<>();
         int quantised = 0;
-        int total = src.tensors().size();
+        List<SourceTensor> tensors = c.hybrid() != null ? MlxHybridLayout.tensors(src.tensors()) : src.tensors();
+        int total = tensors.size();
         int[] done = {0};
         GgmlType mainFloat = null;
-        for (SourceTensor t : src.tensors()) {
+        for (SourceTensor t : tensors) {
             String module = t.module();
-            boolean linear = t.isMatrix() && t.name().endsWith(".weight");
-            boolean output = module.equals("lm_head") || (c.tieWordEmbeddings() && module.equals("model.embed_tokens"));
-            AffineFormat f = module.equals("model.embed_tokens") && o.embeddingBits() != 0
-                    ? new AffineFormat(o.embeddingBits(), o.format().groupSize()) : o.format();
+            String canonical = c.canonicalName(module);
+            boolean stacked = c.hybrid() != null && t.shape().length == 3 && canonical.contains(".mlp.switch_mlp.");
+            boolean linear = (t.isMatrix() || stacked) && t.name().endsWith(".weight");
+            boolean output = canonical.equals("lm_head") || (c.tieWordEmbeddings() && canonical.equals("model.embed_tokens"));
+            boolean router = c.hybrid() != null && canonical.endsWith(".mlp.gate");
+            boolean sharedGate = c.hybrid() != null && canonical.endsWith(".mlp.shared_expert_gate");
+            AffineFormat f = canonical.equals("model.embed_tokens") && o.embeddingBits() != 0
+                    ? new AffineFormat(o.embeddingBits(), o.format().groupSize())
+                    : router ? ROUTER : o.format();
             Runnable tick = () -> progress.accept(++done[0], total);
             if (linear && o.quantize()) {
                 if (o.keepOutput() && output) {
-                    q.put(module, false);
+                    quantKey(q, c, module, false);
                     kept.add(module + ": output kept unquantised");
+                } else if (sharedGate) {
+                    // mlx-lm gives it 8 bits; Forkpoint's loader reads this 1×H gate as floats
+                    quantKey(q, c, module, false);
+                    kept.add(module + ": shared-expert gate kept unquantised");
                 } else if (t.cols() % f.groupSize() != 0) {
-                    q.put(module, false);
+                    quantKey(q, c, module, false);
                     kept.add(module + ": input dimension " + t.cols() + " is not a multiple of the group size " + f.groupSize());
                 } else {
-                    if (!f.equals(o.format())) q.putObject(module).put("group_size", f.groupSize()).put("bits", f.bits());
+                    if (!f.equals(o.format()) || router) quantKey(q, c, module, f);
                     addAffine(entries, t, f, o.scaleType(), tick);
                     quantised++;
                     continue;
                 }
             }
             GgmlType type = o.floatType() != null ? o.floatType() : t.floatType() != null ? t.floatType() : GgmlType.F16;
-            if (mainFloat == null || module.equals("model.embed_tokens")) mainFloat = type;
+            if (mainFloat == null || canonical.equals("model.embed_tokens")) mainFloat = type;
             addFloat(entries, t, type, tick);
         }
         ObjectNode config = c.withDtype(MlxOptions.dtypeName(quantised > 0 ? o.scaleType() : mainFloat))
@@ -97,6 +114,23 @@ final class MlxWriter {
         src.writeTokenizerFiles(folder);
         long bytes = entries.stream().mapToLong(Entry::bytes).sum();
         return new Result(quantised, List.copyOf(kept), bytes);
+    }
+
+    /** mlx-lm's quantisation of a mixture's router ({@code mlp.gate}) whatever the rest gets: 8 bits, group size 64. */
+    static final AffineFormat ROUTER = new AffineFormat(8, 64);
+
+    /**
+     * A per-module entry of the quantization block: {@code false}, or the module's own bits and group size. A
+     * hybrid's entry is written under the module's name in the folder and, where it differs, under mlx-lm's module
+     * path ({@code language_model.model.…}), so that both loaders find it.
+     */
+    private static void quantKey(ObjectNode q, ConfigJson c, String module, Object value) {
+        List<String> keys = new ArrayList<>(List.of(module));
+        if (c.hybrid() != null && !HybridConfig.mlxLmPath(module).equals(module)) keys.add(HybridConfig.mlxLmPath(module));
+        for (String k : keys) {
+            if (value instanceof AffineFormat f) q.putObject(k).put("group_size", f.groupSize()).put("bits", f.bits());
+            else q.put(k, false);
+        }
     }
 
     private static void addFloat(List<Entry> entries, SourceTensor t, GgmlType type, Runnable tick) {
@@ -136,12 +170,19 @@ final class MlxWriter {
         long words = f.packedWordsPerRow(cols);
         int groups = f.groupsPerRow(cols);
         long scaleBytes = (long) rows * groups * (scaleType == GgmlType.F32 ? 4 : 2);
-        entries.add(new Entry(module + ".weight", SafetensorsDtype.U32, new long[]{rows, words}, rows * words * 4,
+        entries.add(new Entry(module + ".weight", SafetensorsDtype.U32, lastAxis(t.shape(), words), rows * words * 4,
                 out -> rows(t, f, scaleType, out, AffineCodec.AffineArrays::packedBytes, null)));
-        entries.add(new Entry(module + ".scales", SafetensorsDtype.of(scaleType), new long[]{rows, groups}, scaleBytes,
+        entries.add(new Entry(module + ".scales", SafetensorsDtype.of(scaleType), lastAxis(t.shape(), groups), scaleBytes,
                 out -> rows(t, f, scaleType, out, a -> a.scaleBytes(scaleType), null)));
-        entries.add(new Entry(module + ".biases", SafetensorsDtype.of(scaleType), new long[]{rows, groups}, scaleBytes,
+        entries.add(new Entry(module + ".biases", SafetensorsDtype.of(scaleType), lastAxis(t.shape(), groups), scaleBytes,
                 out -> rows(t, f, scaleType, out, a -> a.biasBytes(scaleType), tick)));
+    }
+
+    /** {@code shape} with its last axis replaced by {@code n} ([rows, n], or [E, out, n] for stacked experts). */
+    private static long[] lastAxis(long[] shape, long n) {
+        long[] s = shape.clone();
+        s[s.length - 1] = n;
+        return s;
     }
 
     /** Quantises {@code t} row by row, writing the part {@code part} selects of each row. */

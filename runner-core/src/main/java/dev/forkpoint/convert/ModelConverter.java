@@ -82,6 +82,11 @@ public final class ModelConverter {
         if (dir == null || !Files.isDirectory(dir)) throw new InvalidInputException("the directory of the output file " + output + " does not exist");
         if (Files.isDirectory(output)) throw new InvalidInputException("the output " + output + " is a folder; give a .gguf file name");
         try (SourceModel src = open(input)) {
+            if (src.config().hybrid() != null) {
+                throw new dev.forkpoint.format.ModelFormatException(input.resolve(ConfigJson.FILE), "model_type", "model type '"
+                        + src.config().modelType() + "' can be converted to MLX only (--to mlx); GGUF output supports: "
+                        + String.join(", ", new java.util.TreeSet<>(ConfigJson.ARCHITECTURES.keySet())));
+            }
             GgufOut.Result r = GgufOut.write(src, output, type, progress);
             return new Report(input, output, "gguf " + type, src.tensors().size(), 0, r.fallbacks(), r.bytes());
         }
