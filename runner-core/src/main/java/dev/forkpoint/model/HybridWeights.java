@@ -191,11 +191,16 @@ record HybridWeights(Weight tokenEmbedding, Layer[] layers, Weight outputNorm, W
             Weight gateUp = l.matrix(p + "ffn_gate_up_exps.weight", dim, (long) n * 2 * ffn);
             gate = new ExpertWeights.ExpertRows(gateUp, 2 * ffn, 0, ffn);
             up = new ExpertWeights.ExpertRows(gateUp, 2 * ffn, ffn, ffn);
-        } else {
+        } else if (l.f.shape(p + "ffn_gate_exps.weight").isPresent()) {
             gate = new ExpertWeights.ExpertRows(l.matrix(p + "ffn_gate_exps.weight", dim, (long) n * ffn), ffn, 0, ffn);
             up = new ExpertWeights.ExpertRows(l.matrix(p + "ffn_up_exps.weight", dim, (long) n * ffn), ffn, 0, ffn);
+        } else {   // one tensor per expert (Hugging Face's experts.{e}.gate_proj …)
+            gate = perExpert(l, p + "ffn_gate_exps.", n, dim, ffn);
+            up = perExpert(l, p + "ffn_up_exps.", n, dim, ffn);
         }
-        var down = new ExpertWeights.ExpertRows(l.matrix(p + "ffn_down_exps.weight", ffn, (long) n * dim), dim, 0, dim);
+        var down = l.f.shape(p + "ffn_down_exps.weight").isPresent() || !l.f.shape(p + "ffn_down_exps.0.weight").isPresent()
+                ? new ExpertWeights.ExpertRows(l.matrix(p + "ffn_down_exps.weight", ffn, (long) n * dim), dim, 0, dim)
+                : perExpert(l, p + "ffn_down_exps.", n, ffn, dim);
         ExpertWeights experts = new ExpertWeights(router, gate, up, down, n, e.topK(), e.renormalize());
         Dense shared = null;
         Weight sharedGate = null;
@@ -205,6 +210,12 @@ record HybridWeights(Weight tokenEmbedding, Layer[] layers, Weight outputNorm, W
             sharedGate = l.host(g, l.floats(g, dim), 1, dim);
         }
         return new Sparse(experts, shared, sharedGate);
+    }
+
+    private static ExpertWeights.ExpertRows perExpert(Loader l, String prefix, int experts, int cols, int rows) {
+        Weight[] w = new Weight[experts];
+        for (int e = 0; e < experts; e++) w[e] = l.get(prefix + e + ".weight", cols, rows);
+        return ExpertWeights.ExpertRows.of(w);
     }
 
     /** Loads and checks tensors, counting them for progress. */

@@ -43,7 +43,6 @@ final class CpuMoe {
             throw new IllegalArgumentException(experts.router().name() + " takes " + router.cols() + " inputs, the experts " + dim);
         }
         ExpertRows gate = experts.gate(), up = experts.up(), down = experts.down();
-        PackedMatrix gm = matrix(gate.weight()), um = matrix(up.weight()), dm = matrix(down.weight());
 
         float[] logits = new float[n * count];
         multiply(router, 0, count, x.data(), n, logits, pool);
@@ -70,10 +69,12 @@ final class CpuMoe {
 
         float[] in = x.data();
         float[] out = new float[n * dim];
-        boolean fused = gm == um && up.stride() == gate.stride() && up.offset() == gate.offset() + ffn;
+        boolean fused = gate.perExpert() == null && up.perExpert() == null && gate.weight() == up.weight()
+                && up.stride() == gate.stride() && up.offset() == gate.offset() + ffn;
         for (int e = 0; e < count; e++) {
             int ne = perExpert[e];
             if (ne == 0) continue;
+            PackedMatrix gm = matrix(gate.weight(e)), um = matrix(up.weight(e)), dm = matrix(down.weight(e));
             int s0 = start[e];
             float[] xe;
             if (ne == n) {

@@ -73,6 +73,7 @@ public final class HfTensorNames {
     };
     private static final Pattern HF_LAYER = Pattern.compile("model\\.layers\\.(\\d+)\\.(.+)\\.([a-z_]+)");
     private static final Pattern GGUF_LAYER = Pattern.compile("blk\\.(\\d+)\\.(.+)\\.([a-z_]+)");
+    private static final Pattern HF_EXPERT = Pattern.compile("model\\.layers\\.(\\d+)\\.mlp\\.experts\\.(\\d+)\\.(gate|up|down)_proj\\.([a-z_]+)");
     private static final Pattern HF_LAYER_BARE = Pattern.compile("model\\.layers\\.(\\d+)\\.(.+)");
     private static final Pattern GGUF_LAYER_BARE = Pattern.compile("blk\\.(\\d+)\\.(.+)");
     private static final Pattern HF_GLOBAL = Pattern.compile("(.+)\\.([a-z_]+)");
@@ -85,6 +86,10 @@ public final class HfTensorNames {
                 hf = p[1] + hf.substring(p[0].length());
                 break;
             }
+        }
+        Matcher expert = HF_EXPERT.matcher(hf);   // Hugging Face's per-expert tensors (Qwen3-MoE, Qwen3-Next)
+        if (expert.matches()) {
+            return Optional.of("blk." + expert.group(1) + ".ffn_" + expert.group(3) + "_exps." + expert.group(2) + "." + expert.group(4));
         }
         Matcher bare = HF_LAYER_BARE.matcher(hf);
         if (bare.matches()) {
