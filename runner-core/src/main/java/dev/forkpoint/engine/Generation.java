@@ -26,9 +26,15 @@ import java.util.Locale;
  * and ends at an end-of-generation token, a stop string, num_predict or the end of the context. {@link #run()} drives
  * it alone ({@link LoadedModel#generate}); the {@link Scheduler} drives several together. Every evaluation is one KV
  * step of the caller (begin, forward, commit; rolled back when anything throws). However the request ends,
- * {@link #close(Throwable)} inserts its committed tokens into the cache and closes its sequence. One INFO log line
- * per request:
- * {@code cache total=<prompt tokens> matched=<cached prefix found> reused=<KV positions kept> prefill=<evaluated> chunks=<n>}.
+ * {@link #close(Throwable)} inserts its committed tokens into the cache and closes its sequence.
+ *
+ * <p>A hybrid model's recurrent state cannot be truncated: the generation resumes at the deepest checkpoint on the
+ * matched prefix (restoring a copy; from 0 without one), ends prefill chunks at this prompt's fork points
+ * ({@link dev.forkpoint.kvcache.CacheMatch#checkpointOffsets(int[], int, int)}: the fork point, message boundaries,
+ * a ladder before the end, the end) and captures the state there, and at close also at the end of what was
+ * committed; the cache stores them with the tokens. One INFO log line per request:
+ * {@code cache total=<prompt tokens> matched=<cached prefix found> reused=<positions not evaluated> prefill=<evaluated>
+ * chunks=<n>}, plus {@code checkpoint=<offset resumed at>} for hybrid models.
  * Not thread-safe: one driver, holding the model's lock while it evaluates.
  */
 final class Generation {
@@ -155,7 +161,10 @@ final class Generation {
             match.checkpoint().ifPresent(c -> kv.restore((RecurrentSnapshot) c.checkpoint()));
             evaluatedTo = match.statefulResumeOffset();
             sequence.truncate(evaluatedTo);
-            captureAt = match.checkpointOffsets(plan.boundaries(), ladderFloor(plan.boundaries()), LADDER_CHECKPOINTS);
+            // the ladder is bounded by the budget too: its states are held until the request ends
+            long states = model.checkpointBudgetBytes() / model.recurrentLayout().bytesPerSequence();
+            int ladder = (int) Math.max(1, Math.min(LADDER_CHECKPOINTS, states / 2));
+            captureAt = match.checkpointOffsets(plan.boundaries(), ladderFloor(plan.boundaries()), ladder);
         }
         reused = evaluatedTo;
     }

@@ -32,10 +32,12 @@ import java.util.function.UnaryOperator;
 
 /**
  * A model file loaded onto a backend, ready to generate: the file (mapped), its tokenizer, its architecture's
- * graph over the prepared weights, and its prefix cache: one {@link PagePool} of KV pages (budget from
- * {@link EngineOptions#kvCacheBytes()}, memory committed lazily) and one {@link RadixCache}, namespaced by the model
- * file's identity and the request's cache salt. Every request goes through the cache. One generation at a time
- * (calls are serialised).
+ * graph over the prepared weights, and its prefix cache: one {@link PagePool} of KV pages for the attention layers
+ * (budget from {@link EngineOptions#kvCacheBytes()}, memory committed lazily) and one {@link RadixCache}, namespaced
+ * by the model file's identity and the request's cache salt. A hybrid model's sequences also keep a recurrent state
+ * per linear layer (in their KV stores); the cache holds copies of it at fork points, charged to
+ * {@link #checkpointBudgetBytes()}. Every request goes through the cache. Evaluations are serialised: one forward
+ * pass at a time, whether a lone {@link #generate} or a {@link Scheduler}'s batched step.
  */
 public final class LoadedModel implements AutoCloseable {
     /** Ollama's default context window; the default num_ctx unless the model's trained context is smaller. */
@@ -50,6 +52,7 @@ public final class LoadedModel implements AutoCloseable {
     private final RadixCache cache;
     private final String modelId;
     private final RecurrentLayout recurrent;   // null for attention-only models
+    private final long checkpointBudget;
     private Ops ops;
 
     private LoadedModel(ModelFiles file, CpuBackend backend, Architecture architecture, Tokenizer tokenizer,
@@ -62,9 +65,10 @@ public final class LoadedModel implements AutoCloseable {
         this.pool = pool;
         ModelConfig c = architecture.config();
         this.recurrent = c.linear() == null ? null : c.linear().recurrentLayout();
-        long checkpointBudget = recurrent == null ? 0
+        this.checkpointBudget = recurrent == null ? 0
                 : options.checkpointBytes() > 0 ? options.checkpointBytes()
-                : (long) EngineOptions.DEFAULT_CHECKPOINTS * options.sequences() * recurrent.bytesPerSequence();
+                : Math.min((long) EngineOptions.DEFAULT_CHECKPOINTS * options.sequences() * recurrent.bytesPerSequence(),
+                           Math.max(recurrent.bytesPerSequence(), Runtime.getRuntime().maxMemory() / 4));   // held on the heap
         this.cache = new RadixCache(pool, checkpointBudget);   // attention-only architectures store no checkpoints
         this.modelId = modelId;
         this.ops = backend.ops();
@@ -275,6 +279,12 @@ public final class LoadedModel implements AutoCloseable {
 
     /** The recurrent state each sequence keeps (hybrid models), or null: then the cache stores no checkpoints. */
     RecurrentLayout recurrentLayout() { return recurrent; }
+
+    /**
+     * The byte budget of checkpoints: {@code --checkpoint-bytes}, or {@value EngineOptions#DEFAULT_CHECKPOINTS} states
+     * per sequence, at most a quarter of the heap they live on; 0 for attention-only models.
+     */
+    public long checkpointBudgetBytes() { return checkpointBudget; }
 
     /**
      * Evaluates tokens after what kv holds, in chunks of exactly numBatch (the last one shorter), each one step

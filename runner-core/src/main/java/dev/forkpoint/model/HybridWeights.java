@@ -207,7 +207,8 @@ record HybridWeights(Weight tokenEmbedding, Layer[] layers, Weight outputNorm, W
         if (e.sharedFfnDim() > 0) {
             shared = dense(l, p, dim, e.sharedFfnDim(), "_shexp");
             String g = p + "ffn_gate_inp_shexp.weight";
-            sharedGate = l.host(g, l.floats(g, dim), 1, dim);
+            long[] shape = l.shape(g);   // GGUF: a vector {H}; HF [1, H]; mlx-lm quantises it (8 bits)
+            sharedGate = shape.length == 1 ? l.host(g, l.floats(g, dim), 1, dim) : l.get(g, dim, 1);
         }
         return new Sparse(experts, shared, sharedGate);
     }
