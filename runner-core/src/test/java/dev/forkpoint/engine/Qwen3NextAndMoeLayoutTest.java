@@ -37,6 +37,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  *   <li>Qwen3-Next (flat config.json, {@code model.} prefix, the fused {@code in_proj_qkvz} / {@code in_proj_ba}
  *       projections grouped per key head, one tensor per expert) written from the tiny Qwen3.5-MoE computes what
  *       the Qwen3.5-MoE computes;</li>
+ *   <li>mlx-lm's layout of Qwen3.5-MoE ({@code language_model.model.} prefix, the convolution as [C, K, 1], the
+ *       zero-centred norms stored shifted by 1, the experts as stacked {@code switch_mlp} modules) computes what the
+ *       Hugging Face folder computes;</li>
  *   <li>Qwen3-MoE (attention-only, GGUF {@code qwen3moe}) whose experts are all copies of a Qwen3 model's dense
  *       feed-forward computes what that Qwen3 computes (the renormalised expert weights sum to 1).</li>
  * </ul>
@@ -151,6 +154,52 @@ class Qwen3NextAndMoeLayoutTest {
             assertEquals("linear ×3, attention", next.info().layerKinds());
             float[] a = logits(original, prompt), b = logits(next, prompt);
             assertTrue(maxDiff(a, b) <= 1e-5, "Qwen3-Next layout vs Qwen3.5-MoE: logits differ by " + maxDiff(a, b));
+        }
+    }
+
+    @Test
+    void mlxLmLayoutComputesWhatTheHuggingFaceFolderComputes() throws Exception {
+        Path source = TestData.shared("models/qwen35-tiny-moe");
+        Path target = dir.resolve("qwen35-moe-mlx-layout");
+        Files.createDirectories(target);
+        for (String f : new String[] {"config.json", "tokenizer.json", "tokenizer_config.json", "generation_config.json"}) {
+            Files.copy(source.resolve(f), target.resolve(f));
+        }
+        ObjectNode text = (ObjectNode) new ObjectMapper().readTree(source.resolve("config.json").toFile()).get("text_config");
+        int hidden = text.get("hidden_size").asInt(), experts = text.get("num_experts").asInt(), moe = text.get("moe_intermediate_size").asInt();
+        try (SafetensorsFile in = SafetensorsFile.open(source.resolve("model.safetensors")); Arena arena = Arena.ofConfined()) {
+            var out = new SafetensorsWriter();
+            for (SafetensorsTensor t : in.tensors()) {
+                String name = t.name().startsWith("lm_head.") ? "language_model." + t.name()
+                        : t.name().replace("model.language_model.", "language_model.model.");
+                float[] v = floats(t);
+                boolean zeroCentred = name.endsWith("input_layernorm.weight") || name.endsWith("post_attention_layernorm.weight")
+                        || name.endsWith("model.norm.weight") || name.endsWith("q_norm.weight") || name.endsWith("k_norm.weight");
+                if (zeroCentred) for (int i = 0; i < v.length; i++) v[i] += 1f;
+                if (name.endsWith("conv1d.weight")) {
+                    out.tensor(name, SafetensorsDtype.F32, new long[] {t.shape()[0], t.shape()[2], 1}, segment(arena, v));
+                } else if (name.endsWith("mlp.experts.gate_up_proj")) {
+                    String base = name.replace("experts.gate_up_proj", "switch_mlp.");
+                    float[] gate = new float[experts * moe * hidden], up = new float[experts * moe * hidden];
+                    for (int e = 0; e < experts; e++) {
+                        System.arraycopy(v, e * 2 * moe * hidden, gate, e * moe * hidden, moe * hidden);
+                        System.arraycopy(v, (e * 2 + 1) * moe * hidden, up, e * moe * hidden, moe * hidden);
+                    }
+                    out.tensor(base + "gate_proj.weight", SafetensorsDtype.F32, new long[] {experts, moe, hidden}, segment(arena, gate));
+                    out.tensor(base + "up_proj.weight", SafetensorsDtype.F32, new long[] {experts, moe, hidden}, segment(arena, up));
+                } else if (name.endsWith("mlp.experts.down_proj")) {
+                    out.tensor(name.replace("experts.down_proj", "switch_mlp.down_proj.weight"), SafetensorsDtype.F32, t.shape(), segment(arena, v));
+                } else {
+                    out.tensor(name, SafetensorsDtype.F32, t.shape(), segment(arena, v));
+                }
+            }
+            out.write(target.resolve("model.safetensors"));
+        }
+        int[] prompt = {49218, 49085, 49649, 19107, 8611, 46398, 5271, 13151, 6974, 16036, 26939, 5934};
+        try (LoadedModel original = LoadedModel.load(source, 2, LoadProgress.NONE);
+             LoadedModel mlx = LoadedModel.load(target, 2, LoadProgress.NONE)) {
+            float[] a = logits(original, prompt), b = logits(mlx, prompt);
+            assertTrue(maxDiff(a, b) <= 1e-5, "mlx-lm layout vs the Hugging Face folder: logits differ by " + maxDiff(a, b));
         }
     }
 
