@@ -267,6 +267,12 @@ class MlxFpModelTest {
                     () -> m.generate(GenerationRequest.of("abc", SamplingOptions.greedy().withNumPredict(2)), s -> {}));
             assertTrue(e.getMessage().contains(scales) && e.getMessage().contains("element 0"), e.getMessage());
         }
+        // the same in Ollama's store: its scales are P.weight.scale
+        try (LoadedModel m = LoadedModel.load(ollama(bad, "infinite-scale", false, false, (n, w) -> {}), 1, LoadProgress.NONE)) {
+            var e = assertThrows(ModelFormatException.class,
+                    () -> m.generate(GenerationRequest.of("abc", SamplingOptions.greedy().withNumPredict(2)), s -> {}));
+            assertTrue(e.getMessage().contains("model.layers.0.self_attn.v_proj.weight.scale") && e.getMessage().contains("element 0"), e.getMessage());
+        }
     }
 
     @Test
@@ -355,7 +361,7 @@ class MlxFpModelTest {
         try (var files = Files.list(folder)) {
             for (Path p : files.sorted().toList()) {
                 String name = p.getFileName().toString();
-                if (name.endsWith(".safetensors")) continue;
+                if (name.contains(".safetensors")) continue;   // the codes are in the tensor blobs, no index
                 byte[] bytes = name.equals("config.json") ? JSON.writeValueAsBytes(config) : Files.readAllBytes(p);
                 layers.addObject().put("mediaType", "application/vnd.ollama.image.json").put("digest", store.addBlob(bytes))
                         .put("size", bytes.length).put("name", name);
