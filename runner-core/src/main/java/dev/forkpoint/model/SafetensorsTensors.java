@@ -17,6 +17,7 @@ import dev.forkpoint.tensor.FpFormat;
 import dev.forkpoint.tensor.FpTensor;
 import dev.forkpoint.tensor.GgmlType;
 import dev.forkpoint.tensor.MlxFormat;
+import dev.forkpoint.tensor.MlxQuantMode;
 
 import java.nio.file.Path;
 import java.util.HashMap;
@@ -31,16 +32,23 @@ import java.util.Optional;
  *   <li>MLX (mlx-community, mlx-lm): {@code P.scales}, and {@code P.biases} in the affine mode; mode, bits and group
  *       size from config.json's {@code quantization} ({@code mode} affine, mxfp4, nvfp4 or mxfp8, default affine),
  *       per module as mlx-lm applies it ({@link MlxModuleQuantization});</li>
- *   <li>Ollama's tensor blobs: {@code P.weight.scale}, {@code P.weight.bias}; bits from the blob's
- *       {@code __metadata__.quant_type} (int4, int8) and {@code group_size}; affine only.</li>
+ *   <li>Ollama's tensor blobs ({@code -mlx} models): {@code P.weight.scale}, and {@code P.weight.bias} in the affine
+ *       types; the type from the blob's {@code __metadata__}: {@code P.weight.quant_type} where a blob mixes types,
+ *       else {@code quant_type}, read as Ollama's runner reads it (upper-cased): {@code int4} (alias {@code q4},
+ *       {@code fp4}) and {@code int8} ({@code q8}, {@code fp8}) are affine, group size 64 by default; {@code mxfp4},
+ *       {@code mxfp8} (group size 32) and {@code nvfp4} (16) are MLX's fp modes, laid out as MLX quantises them;
+ *       the group size from {@code P.weight.group_size}, else {@code group_size}, else the shapes.</li>
  * </ul>
  * The shapes must fit the format exactly: codes U32 [out, in·bits/32], scales [out, in/group] (F32, F16 or BF16
  * for affine, with biases of the same type and shape; U8 bytes, or safetensors' own F8_E8M0 / F8_E4M3 for the
- * fp modes, which have no biases and, here, no global scale). Every refusal names the file and the tensor (or the
- * config key). Plain tensors must be F32, F16 or BF16.
+ * fp modes, which have no biases and, here, no global scale: MLX's {@code P.global_scale}, Ollama's
+ * {@code P.weight.global_scale}). Every refusal names the file and the tensor (or the config or metadata key).
+ * Plain tensors must be F32, F16 or BF16.
  */
 final class SafetensorsTensors implements ModelTensors {
-    private static final String SUPPORTED_MODES = MlxModuleQuantization.SUPPORTED;
+    /** Ollama's quant_type values read here, for messages. */
+    static final String BLOB_TYPES = "int4 (also q4, fp4) and int8 (also q8, fp8): affine, scales and biases; "
+            + "mxfp4 (group size 32), nvfp4 (group size 16), mxfp8 (group size 32): no biases";
 
     private final Path path;
     private final SafetensorsShards shards;
@@ -141,7 +149,7 @@ final class SafetensorsTensors implements ModelTensors {
         Optional<SafetensorsTensor> mlxScales = shards.find(module + ".scales");
         Optional<SafetensorsTensor> blobScales = shards.find(w.name() + ".scale");
         if (mlxScales.isEmpty() && blobScales.isEmpty()) return null;
-        if (mlxScales.isEmpty()) return blobAffine(w, blobScales.get());
+        if (mlxScales.isEmpty()) return blob(w, blobScales.get());
         SafetensorsTensor scales = mlxScales.get();
         MlxModuleQuantization mq = MlxModuleQuantization.of(quantization, module, configFile);   // refuses unknown modes first
         MlxFormat format = mq.format(configFile, w.file(), w.name());
@@ -149,15 +157,23 @@ final class SafetensorsTensors implements ModelTensors {
             String biasName = module + ".biases";
             SafetensorsTensor biases = shards.find(biasName).orElseThrow(() -> new ModelFormatException(w.file(), "tensor " + biasName,
                     "missing: " + scales.name() + " is present, and the affine mode (" + mq.key() + ") needs scales and biases"));
-            return affine(w, scales, biases, a.bits(), a.groupSize(), mq.key());
+            return affine(w, scales, biases, a.bits(), a.groupSize(), "config.json's " + mq.key());
         }
-        FpFormat f = (FpFormat) format;
+        return fp(w, scales, (FpFormat) format, "module " + module, "config.json's " + mq.key(),
+                List.of(module + ".biases", module + ".global_scale"));
+    }
+
+    /**
+     * An fp module's parts checked against each other: none of {@code absent} (its biases, its global scale) may
+     * exist; {@code subject} ("module P", "tensor P.weight") and {@code source} (where the mode was read) for messages.
+     */
+    private Quantized fp(SafetensorsTensor w, SafetensorsTensor scales, FpFormat f, String subject, String source, List<String> absent) {
         requirePacked(w);
-        for (String extra : List.of(module + ".biases", module + ".global_scale")) {
+        for (String extra : absent) {
             Optional<SafetensorsTensor> t = shards.find(extra);
             if (t.isPresent()) {
-                throw new ModelFormatException(t.get().file(), "tensor " + extra, "present, but module " + module + " is " + f.typeName()
-                        + " (" + mq.key() + "), which has " + (extra.endsWith("biases") ? "no biases" : "no global scale supported here"));
+                throw new ModelFormatException(t.get().file(), "tensor " + extra, "present, but " + subject + " is " + f.typeName()
+                        + " (" + source + "), which has " + (extra.endsWith("global_scale") ? "no global scale supported here" : "no biases"));
             }
         }
         SafetensorsDtype own = f.scale() == dev.forkpoint.tensor.MiniFloat.E8M0 ? SafetensorsDtype.F8_E8M0 : SafetensorsDtype.F8_E4M3;
@@ -171,7 +187,7 @@ final class SafetensorsTensors implements ModelTensors {
             throw new ModelFormatException(scales.file(), "tensor " + scales.name(), scales.shapeString() + " does not fit "
                     + w.name() + " " + w.shapeString() + ": " + cols + " columns at " + f.bits() + " bits need " + cols / f.groupSize()
                     + (cols % f.groupSize() == 0 ? "" : "+") + " scales per row of " + f.typeName() + " groups of " + f.groupSize()
-                    + " (the mode config.json's " + mq.key() + " gives)");
+                    + " (the mode " + source + " gives)");
         }
         return new Quantized(w, scales, null, f, Math.toIntExact(rows(w.shape())), Math.toIntExact(cols));
     }
@@ -183,16 +199,44 @@ final class SafetensorsTensors implements ModelTensors {
         }
     }
 
-    /** An Ollama tensor blob's affine parts ({@code P.weight.scale}, {@code P.weight.bias}, bits from its metadata). */
-    private Quantized blobAffine(SafetensorsTensor w, SafetensorsTensor scales) {
-        int bits = blobBits(w);   // refuses other quant types first, naming them
-        String biasName = w.name() + ".bias";
-        SafetensorsTensor biases = shards.find(biasName).orElseThrow(() -> new ModelFormatException(w.file(), "tensor " + biasName,
-                "missing: " + scales.name() + " is present, and only the affine mode (scales and biases) is supported"));
-        return affine(w, scales, biases, bits, -1, null);
+    /**
+     * An Ollama tensor blob's parts ({@code P.weight.scale}, {@code P.weight.bias} when affine), the type and group
+     * size from its metadata, per tensor ({@code P.weight.quant_type}) before the blob's own ({@code quant_type}).
+     */
+    private Quantized blob(SafetensorsTensor w, SafetensorsTensor scales) {
+        Map<String, String> metadata = metadataOf(w);
+        String typeKey = "__metadata__." + blobKey(w, "quant_type");
+        String raw = metadata.get(blobKey(w, "quant_type"));
+        MlxQuantMode mode;
+        int bits;
+        switch (raw == null ? "" : raw.trim().toUpperCase(java.util.Locale.ROOT)) {   // as Ollama's runner reads it
+            case "INT4", "Q4", "FP4" -> { mode = MlxQuantMode.AFFINE; bits = 4; }
+            case "INT8", "Q8", "FP8" -> { mode = MlxQuantMode.AFFINE; bits = 8; }
+            case "MXFP4" -> { mode = MlxQuantMode.MXFP4; bits = 4; }
+            case "NVFP4" -> { mode = MlxQuantMode.NVFP4; bits = 4; }
+            case "MXFP8" -> { mode = MlxQuantMode.MXFP8; bits = 8; }
+            default -> throw new ModelFormatException(w.file(), "tensor " + w.name() + " " + typeKey,
+                    (raw == null ? "missing" : "\"" + raw + "\" is not supported") + " (" + scales.name() + " is present); supported: " + BLOB_TYPES);
+        }
+        String source = typeKey + " \"" + raw + "\"";
+        String groupKey = "__metadata__." + blobKey(w, "group_size");
+        int group = blobGroup(w);
+        if (mode == MlxQuantMode.AFFINE) {
+            String biasName = w.name() + ".bias";
+            SafetensorsTensor biases = shards.find(biasName).orElseThrow(() -> new ModelFormatException(w.file(), "tensor " + biasName,
+                    "missing: " + scales.name() + " is present, and " + source + " is affine, which needs scales and biases"));
+            return affine(w, scales, biases, bits, group, groupKey);
+        }
+        FpFormat f = FpFormat.of(mode);
+        Quantized q = fp(w, scales, f, "tensor " + w.name(), source, List.of(w.name() + ".bias", w.name() + ".global_scale"));
+        if (group > 0 && group != f.groupSize()) {   // after the parts: affine blobs labelled fp are named for their biases
+            throw new ModelFormatException(w.file(), "tensor " + w.name() + " " + groupKey, "group size " + group + ", but "
+                    + source + " has groups of " + f.groupSize() + " only");
+        }
+        return q;
     }
 
-    /** Affine parts checked against each other; {@code configured} is the group size config.json gives (−1: a blob's). */
+    /** Affine parts checked against each other; {@code configured} is the group size {@code key} gives (−1: none, the shapes'). */
     private Quantized affine(SafetensorsTensor w, SafetensorsTensor scales, SafetensorsTensor biases, int bits, int configured, String key) {
         requirePacked(w);
         for (SafetensorsTensor s : List.of(scales, biases)) {
@@ -212,10 +256,9 @@ final class SafetensorsTensors implements ModelTensors {
                     + " bits does not divide into the " + groups + " groups of " + scales.name());
         }
         int group = Math.toIntExact(cols / groups);
-        int expected = configured > 0 ? configured : blobGroup(w, group);
-        if (expected != group) {
+        if (configured > 0 && configured != group) {
             throw new ModelFormatException(w.file(), "tensor " + w.name(), "its shapes imply group size " + group + " at " + bits
-                    + " bits, but " + (key != null ? "config.json's " + key : "the configuration") + " says " + expected);
+                    + " bits, but " + key + " says " + configured);
         }
         AffineFormat format;
         try {
@@ -226,23 +269,23 @@ final class SafetensorsTensors implements ModelTensors {
         return new Quantized(w, scales, biases, format, Math.toIntExact(rows(w.shape())), Math.toIntExact(cols));
     }
 
-    private int blobBits(SafetensorsTensor w) {
-        String type = metadataOf(w).getOrDefault("quant_type", "");
-        return switch (type) {
-            case "int4" -> 4;
-            case "int8" -> 8;
-            default -> throw new ModelFormatException(w.file(), "tensor " + w.name() + " __metadata__.quant_type",
-                    "\"" + type + "\" is not supported; supported: int4, int8 (" + SUPPORTED_MODES + ")");
-        };
+    /** The blob metadata key of {@code field} for {@code w}: {@code w.field} where the blob has it, else {@code field}. */
+    private String blobKey(SafetensorsTensor w, String field) {
+        String own = w.name() + "." + field;
+        return metadataOf(w).containsKey(own) ? own : field;
     }
 
-    private int blobGroup(SafetensorsTensor w, int implied) {
-        String g = metadataOf(w).get("group_size");
-        if (g == null) return implied;
+    /** A blob's group size for {@code w}, or −1 when its metadata gives none. */
+    private int blobGroup(SafetensorsTensor w) {
+        String key = blobKey(w, "group_size");
+        String g = metadataOf(w).get(key);
+        if (g == null) return -1;
         try {
-            return Integer.parseInt(g.trim());
+            int v = Integer.parseInt(g.trim());
+            if (v <= 0) throw new NumberFormatException();
+            return v;
         } catch (NumberFormatException e) {
-            throw new ModelFormatException(w.file(), "tensor " + w.name() + " __metadata__.group_size", "not an integer: \"" + g + "\"");
+            throw new ModelFormatException(w.file(), "tensor " + w.name() + " __metadata__." + key, "not a positive integer: \"" + g + "\"");
         }
     }
 
@@ -264,8 +307,10 @@ final class SafetensorsTensors implements ModelTensors {
                 case BF16 -> NonFiniteScan.bf16(t.data());
                 default -> -1;
             };
-            if (i < 0 && t.name().endsWith(".scales") && (t.dtype() == SafetensorsDtype.U8 || t.dtype() == SafetensorsDtype.F8_E8M0)) {
-                Optional<SafetensorsTensor> w = shards.find(t.name().substring(0, t.name().length() - ".scales".length()) + ".weight");
+            String weightName = t.name().endsWith(".scales") ? t.name().substring(0, t.name().length() - ".scales".length()) + ".weight"
+                    : t.name().endsWith(".weight.scale") ? t.name().substring(0, t.name().length() - ".scale".length()) : null;
+            if (i < 0 && weightName != null && (t.dtype() == SafetensorsDtype.U8 || t.dtype() == SafetensorsDtype.F8_E8M0)) {
+                Optional<SafetensorsTensor> w = shards.find(weightName);
                 Quantized q = null;
                 try {
                     q = w.map(this::quantized).orElse(null);

@@ -1,5 +1,6 @@
 package dev.forkpoint.reference;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.forkpoint.convert.MlxOptions;
@@ -10,11 +11,14 @@ import dev.forkpoint.engine.LoadProgress;
 import dev.forkpoint.engine.LoadedModel;
 import dev.forkpoint.format.ModelFormatException;
 import dev.forkpoint.format.gguf.GgufFile;
+import dev.forkpoint.format.hf.MlxModuleQuantization;
 import dev.forkpoint.format.safetensors.SafetensorsDtype;
 import dev.forkpoint.format.safetensors.SafetensorsFile;
 import dev.forkpoint.format.safetensors.SafetensorsTensor;
 import dev.forkpoint.format.safetensors.SafetensorsWriter;
 import dev.forkpoint.sampling.SamplingOptions;
+import dev.forkpoint.store.FakeOllamaStore;
+import dev.forkpoint.store.ModelResolver;
 import dev.forkpoint.tensor.AffineCodec;
 import dev.forkpoint.tensor.AffineFormat;
 import dev.forkpoint.tensor.AffineTensor;
@@ -39,6 +43,8 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Random;
+import java.util.TreeMap;
+import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 
 import static org.junit.jupiter.api.Assertions.*;
@@ -54,7 +60,9 @@ import static org.junit.jupiter.api.Assertions.*;
  * tokens (the decode kernels) and 40 (the prefill GEMM). A folder with per-module entries mixing modes (nvfp4,
  * affine, float) is checked the same way (its affine module's decode kernel rounds activations to int8: 5e-2 there).
  * {@code convert --to gguf} of each folder gives the dequantised twin's floats bit for bit. Broken folders are refused
- * naming file and tensor.
+ * naming file and tensor. The same folders as Ollama stores its {@code -mlx} models (tensor blobs {@code P.weight},
+ * {@code P.weight.scale}, {@code P.weight.bias}, the type in the blob's {@code quant_type} metadata or per tensor
+ * in {@code P.weight.quant_type}) give exactly the folder's logits and greedy tokens.
  */
 class MlxFpModelTest {
     @TempDir static Path dir;
@@ -259,6 +267,12 @@ class MlxFpModelTest {
                     () -> m.generate(GenerationRequest.of("abc", SamplingOptions.greedy().withNumPredict(2)), s -> {}));
             assertTrue(e.getMessage().contains(scales) && e.getMessage().contains("element 0"), e.getMessage());
         }
+        // the same in Ollama's store: its scales are P.weight.scale
+        try (LoadedModel m = LoadedModel.load(ollama(bad, "infinite-scale", false, false, (n, w) -> {}), 1, LoadProgress.NONE)) {
+            var e = assertThrows(ModelFormatException.class,
+                    () -> m.generate(GenerationRequest.of("abc", SamplingOptions.greedy().withNumPredict(2)), s -> {}));
+            assertTrue(e.getMessage().contains("model.layers.0.self_attn.v_proj.weight.scale") && e.getMessage().contains("element 0"), e.getMessage());
+        }
     }
 
     @Test
@@ -286,5 +300,137 @@ class MlxFpModelTest {
             Entry w = t.get("model.layers.0.mlp.gate_proj.weight");
             t.put("model.layers.0.mlp.gate_proj.weight", new Entry(SafetensorsDtype.F32, w.shape(), w.data()));
         }, c -> {}, "model.safetensors", "model.layers.0.mlp.gate_proj.weight", "U32");
+    }
+
+    // ---- the same folders in Ollama's store ----------------------------------------------------------------------
+
+    /** Ollama's quant_type for a module's quantisation (int4 / int8 for affine, as Ollama's create writes them). */
+    private static String quantType(MlxModuleQuantization mq) {
+        return switch (mq.mode()) {
+            case AFFINE -> "int" + mq.bits();
+            default -> mq.mode().configName();
+        };
+    }
+
+    /**
+     * The MLX folder as Ollama stores an {@code -mlx} model: a manifest, JSON blobs for the config (without its
+     * {@code quantization}: Ollama's runner reads the blobs' metadata) and tokenizer files, and tensor blobs
+     * {@code P.weight} (the codes), {@code P.weight.scale} and, when affine, {@code P.weight.bias}. {@code perTensor}
+     * false: one blob per tensor, its type in {@code __metadata__.quant_type} / {@code group_size}; true: one blob per
+     * layer mixing tensors, types in {@code P.weight.quant_type} / {@code P.weight.group_size} ({@code upper}: written
+     * in upper case), with a blob-wide {@code quant_type} they must win over. {@code extra} sees each quantised
+     * weight's name and blob writer. Returns the resolved model path.
+     */
+    private static Path ollama(Path folder, String tag, boolean perTensor, boolean upper, BiConsumer<String, SafetensorsWriter> extra)
+            throws IOException {
+        Map<String, Entry> tensors = read(folder);
+        ObjectNode config = (ObjectNode) JSON.readTree(folder.resolve("config.json").toFile());
+        JsonNode quantization = config.get("quantization");
+        Map<String, SafetensorsWriter> blobs = new TreeMap<>();
+        for (var e : tensors.entrySet()) {
+            String n = e.getKey();
+            if (n.endsWith(".scales") || n.endsWith(".biases")) continue;
+            String blob = perTensor ? (n.startsWith("model.layers.") ? n.substring(0, n.indexOf('.', "model.layers.".length())) : "rest") : n;
+            SafetensorsWriter w = blobs.computeIfAbsent(blob, b -> perTensor ? new SafetensorsWriter().metadata("quant_type", "int4")
+                    : new SafetensorsWriter());
+            w.tensor(n, e.getValue().dtype(), e.getValue().shape(), MemorySegment.ofArray(e.getValue().data()));
+            String module = n.endsWith(".weight") ? n.substring(0, n.length() - ".weight".length()) : null;
+            Entry scales = module == null ? null : tensors.get(module + ".scales");
+            if (scales == null) continue;
+            MlxModuleQuantization mq = MlxModuleQuantization.of(quantization, module, folder.resolve("config.json"));
+            String type = upper ? quantType(mq).toUpperCase(java.util.Locale.ROOT) : quantType(mq);
+            String prefix = perTensor ? n + "." : "";
+            w.metadata(prefix + "quant_type", type).metadata(prefix + "group_size", Integer.toString(mq.groupSize()));
+            w.tensor(n + ".scale", scales.dtype(), scales.shape(), MemorySegment.ofArray(scales.data()));
+            Entry biases = tensors.get(module + ".biases");
+            if (biases != null) w.tensor(n + ".bias", biases.dtype(), biases.shape(), MemorySegment.ofArray(biases.data()));
+            extra.accept(n, w);
+        }
+        FakeOllamaStore store = FakeOllamaStore.create(dir.resolve("ollama-" + tag));
+        ObjectNode manifest = JSON.createObjectNode().put("schemaVersion", 2);
+        var layers = manifest.putArray("layers");
+        Path scratch = Files.createDirectories(dir.resolve("ollama-scratch")).resolve("blob.safetensors");
+        for (var b : blobs.entrySet()) {
+            b.getValue().write(scratch);
+            byte[] bytes = Files.readAllBytes(scratch);
+            layers.addObject().put("mediaType", "application/vnd.ollama.image.tensor").put("digest", store.addBlob(bytes))
+                    .put("size", bytes.length).put("name", b.getKey());
+        }
+        config.remove("quantization");
+        config.remove("quantization_config");
+        try (var files = Files.list(folder)) {
+            for (Path p : files.sorted().toList()) {
+                String name = p.getFileName().toString();
+                if (name.contains(".safetensors")) continue;   // the codes are in the tensor blobs, no index
+                byte[] bytes = name.equals("config.json") ? JSON.writeValueAsBytes(config) : Files.readAllBytes(p);
+                layers.addObject().put("mediaType", "application/vnd.ollama.image.json").put("digest", store.addBlob(bytes))
+                        .put("size", bytes.length).put("name", name);
+            }
+        }
+        store.addManifest("registry.ollama.ai", "library", "random", tag, JSON.writeValueAsString(manifest));
+        return new ModelResolver(store.root()).resolve("random:" + tag);
+    }
+
+    /** The Ollama-store model gives exactly the folder's logits (12 and 40 tokens) and greedy tokens. */
+    private static void sameAsFolder(Path folder, Path ollama, String typeName) throws IOException {
+        try (LoadedModel a = LoadedModel.load(folder, 2, LoadProgress.NONE); LoadedModel b = LoadedModel.load(ollama, 2, LoadProgress.NONE)) {
+            assertEquals(a.info().tensorTypes(), b.info().tensorTypes());
+            assertTrue(b.info().tensorTypes().containsKey(typeName), b.info().tensorTypes().toString());
+            for (int n : new int[]{12, 40}) {
+                int[] t = tokens(n);
+                assertArrayEquals(a.logits(t), b.logits(t), ollama + ", " + n + " tokens");
+            }
+            var request = GenerationRequest.of("abc", SamplingOptions.greedy().withNumPredict(8));
+            assertArrayEquals(a.generate(request, s -> {}).generatedIds(), b.generate(request, s -> {}).generatedIds(), ollama + ": greedy ids");
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(FpFormat.class)
+    void ollamaFpBlobsRunExactlyLikeTheFolder(FpFormat f) throws IOException {
+        Path folder = build(f32Folder(RandomModels.Variant.QWEN3), "ollama-src-" + f.typeName(), new Fp(f), Map.of())[0];
+        sameAsFolder(folder, ollama(folder, f.typeName(), false, false, (n, w) -> {}), f.typeName());
+        sameAsFolder(folder, ollama(folder, f.typeName() + "-per-tensor", true, true, (n, w) -> {}), f.typeName());
+    }
+
+    @Test
+    void ollamaBlobsMixingTypesPerTensorRunExactlyLikeTheFolder() throws IOException {
+        Map<String, Scheme> modules = new LinkedHashMap<>();
+        modules.put("model.layers.0.mlp.down_proj", new Fp(FpFormat.NVFP4));
+        modules.put("model.layers.0.mlp.up_proj", new Fp(FpFormat.MXFP4));
+        modules.put("model.layers.1.self_attn.o_proj", new Affine(new AffineFormat(8, 64)));
+        modules.put("model.layers.1.self_attn.q_proj", new Affine(new AffineFormat(4, 64)));
+        modules.put("model.layers.1.mlp.up_proj", null);   // stays F32
+        Path folder = build(f32Folder(RandomModels.Variant.LLAMA), "ollama-src-mixed", new Fp(FpFormat.MXFP8), modules)[0];
+        Path ollama = ollama(folder, "mixed", true, false, (n, w) -> {});
+        sameAsFolder(folder, ollama, "nvfp4");
+        try (LoadedModel m = LoadedModel.load(ollama, 1, LoadProgress.NONE)) {
+            var types = m.info().tensorTypes();
+            for (String t : new String[]{"nvfp4", "mxfp4", "mxfp8", "F32"}) assertTrue(types.containsKey(t), types.toString());
+            assertTrue(types.keySet().stream().anyMatch(t -> t.startsWith("affine 8-bit")) && types.keySet().stream().anyMatch(t -> t.startsWith("affine 4-bit")),
+                    types.toString());
+        }
+    }
+
+    /** The nvfp4 folder in Ollama's store with {@code extra} applied to each quantised weight's blob, refused naming {@code needles}. */
+    private static void ollamaRefused(String tag, BiConsumer<String, SafetensorsWriter> extra, String... needles) throws IOException {
+        Path folder = dir.resolve("ollama-src-errors");
+        if (!Files.exists(folder)) build(f32Folder(RandomModels.Variant.LLAMA), "ollama-src-errors", new Fp(FpFormat.NVFP4), Map.of());
+        Path bad = ollama(folder, tag, false, false, extra);
+        var e = assertThrows(ModelFormatException.class, () -> LoadedModel.load(bad, 1, LoadProgress.NONE).close(), tag);
+        System.out.println("MlxFpModelTest refused " + tag + ": " + e.getMessage().replace(dir.toString(), "DIR"));
+        for (String needle : needles) assertTrue(e.getMessage().contains(needle), tag + ": \"" + needle + "\" not in: " + e.getMessage());
+    }
+
+    @Test
+    void brokenOllamaFpBlobsAreRefusedNamingTensorAndField() throws IOException {
+        ollamaRefused("global-scale", (n, w) -> w.tensor(n + ".global_scale", SafetensorsDtype.F32, new long[]{1},
+                MemorySegment.ofArray(bytes(new float[]{0.5f}))), ".weight.global_scale", "nvfp4", "no global scale", ".safetensors");
+        ollamaRefused("bias", (n, w) -> w.tensor(n + ".bias", SafetensorsDtype.F32, new long[]{1, 1}, MemorySegment.ofArray(new byte[4])),
+                ".weight.bias", "nvfp4", "no biases");
+        ollamaRefused("group", (n, w) -> w.metadata("group_size", "32"), ".weight", "__metadata__.group_size", "32", "16");
+        ollamaRefused("type", (n, w) -> w.metadata("quant_type", "q5_k"), ".weight", "__metadata__.quant_type", "q5_k", "int4", "int8",
+                "mxfp4", "nvfp4", "mxfp8");
+        ollamaRefused("label", (n, w) -> w.metadata("quant_type", "MXFP4"), ".weight.scale", "mxfp4", "groups of 32");
     }
 }

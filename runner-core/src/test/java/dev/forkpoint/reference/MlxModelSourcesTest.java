@@ -105,12 +105,32 @@ class MlxModelSourcesTest {
     }
 
     @Test
-    void ollamaQuantTypesOtherThanAffineAreRefusedNamingThem() throws IOException {
-        FakeOllamaStore store = FakeOllamaStore.create(dir.resolve("ollama-nvfp4"));
-        addOllamaModel(store, "nvfp4", "nvfp4");
-        Path resolved = new ModelResolver(store.root()).resolve("stories:nvfp4");
+    void ollamaQuantTypeAliasesAreReadAsOllamasRunnerReadsThem() throws IOException {
+        FakeOllamaStore store = FakeOllamaStore.create(dir.resolve("ollama-q8"));
+        addOllamaModel(store, "q8", "Q8");   // Q8 and FP8 are int8, in any case
+        assertArrayEquals(expected, greedy(new ModelResolver(store.root()).resolve("stories:q8")));
+    }
+
+    /** Affine blobs labelled with one of MLX's fp modes, or with a type Ollama's MLX runner does not have. */
+    @Test
+    void ollamaQuantTypesThatDoNotFitTheBlobsAreRefusedNamingThem() throws IOException {
+        for (String type : List.of("nvfp4", "mxfp4", "MXFP8")) {
+            FakeOllamaStore store = FakeOllamaStore.create(dir.resolve("ollama-" + type));
+            addOllamaModel(store, type, type);
+            Path resolved = new ModelResolver(store.root()).resolve("stories:" + type);
+            var e = assertThrows(dev.forkpoint.InvalidInputException.class, () -> LoadedModel.load(resolved, 1, LoadProgress.NONE).close());
+            // the affine blobs' biases are what an fp type cannot have
+            assertTrue(e.getMessage().contains(".weight.bias") && e.getMessage().contains("no biases")
+                    && e.getMessage().contains(type.toLowerCase()) && e.getMessage().contains("__metadata__.quant_type")
+                    && e.getMessage().contains(".safetensors"), e.getMessage());
+        }
+        FakeOllamaStore store = FakeOllamaStore.create(dir.resolve("ollama-q5_k"));
+        addOllamaModel(store, "q5_k", "q5_k");
+        Path resolved = new ModelResolver(store.root()).resolve("stories:q5_k");
         var e = assertThrows(dev.forkpoint.InvalidInputException.class, () -> LoadedModel.load(resolved, 1, LoadProgress.NONE).close());
-        assertTrue(e.getMessage().contains("nvfp4") && e.getMessage().contains("int8") && e.getMessage().contains("affine"), e.getMessage());
+        for (String needle : List.of("q5_k", "__metadata__.quant_type", ".weight", "int4", "int8", "mxfp4", "nvfp4", "mxfp8", ".safetensors")) {
+            assertTrue(e.getMessage().contains(needle), "\"" + needle + "\" not in: " + e.getMessage());
+        }
     }
 
     @Test
