@@ -62,7 +62,7 @@ final class ShowCommand implements Callable<Integer> {
     }
 
     private static void row(PrintStream out, String key, String value) {
-        out.printf(Locale.ROOT, "  %-18s%s%n", key, value);
+        out.printf(Locale.ROOT, "  %-30s%s%n", key, value);
     }
 
     /** 260096 → "260.1K", 1235814400 → "1.24B". */
