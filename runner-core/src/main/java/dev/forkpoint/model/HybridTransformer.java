@@ -41,15 +41,19 @@ record HybridTransformer(ModelConfig config, HybridWeights weights) implements A
         LinearAttention la = config.linear();
         int hk = la.keyHeads(), hv = la.valueHeads(), dk = la.keyDim(), dv = la.valueDim();
         Activation qkv, z, b, a;
-        if (d.fused()) {
-            Activation qkvz = ops.matmul(h, d.qkvz()), ba = ops.matmul(h, d.ba());
+        if (d.qkvz() != null) {   // one fused projection, gathered into q ‖ k ‖ v and z
+            Activation qkvz = ops.matmul(h, d.qkvz());
             qkv = ops.columns(qkvz, d.qkvColumns());
             z = ops.columns(qkvz, d.zColumns());
-            b = ops.columns(ba, d.bColumns());
-            a = ops.columns(ba, d.aColumns());
         } else {
             qkv = gather(ops, ops.matmul(h, d.qkv()), d.qkvColumns());
             z = gather(ops, ops.matmul(h, d.z()), d.zColumns());
+        }
+        if (d.ba() != null) {
+            Activation ba = ops.matmul(h, d.ba());
+            b = ops.columns(ba, d.bColumns());
+            a = ops.columns(ba, d.aColumns());
+        } else {
             b = gather(ops, ops.matmul(h, d.b()), d.bColumns());
             a = gather(ops, ops.matmul(h, d.a()), d.aColumns());
         }

@@ -34,7 +34,7 @@ record HybridWeights(Weight tokenEmbedding, Layer[] layers, Weight outputNorm, W
     record DeltaNet(Weight qkv, Weight z, Weight b, Weight a, Weight qkvz, Weight ba, int[] qkvColumns, int[] zColumns,
                     int[] bColumns, int[] aColumns, int[] outColumns, Weight conv, Weight aLog, Weight dtBias, Weight norm,
                     Weight out) implements Mixer {
-        boolean fused() { return qkvz != null; }
+
     }
 
     /** Attention; with an output gate, wq's rows hold per head the query's then the gate's headDim rows. */
@@ -87,15 +87,11 @@ record HybridWeights(Weight tokenEmbedding, Layer[] layers, Weight outputNorm, W
         int channels = la.convChannels(), value = hv * dv;
         Weight qkv = null, z = null, b = null, a = null, qkvz = null, ba = null;
         int[] qkvCols = null, zCols = null, bCols = null, aCols = null;
-        if (l.f.shape(p + "attn_qkv.weight").isPresent()) {
+        if (l.f.shape(p + "attn_qkv.weight").isPresent()) {   // split q ‖ k ‖ v and z (Qwen3.5; llama.cpp's Qwen3-Next)
             qkv = l.get(p + "attn_qkv.weight", c.dim(), channels);
             z = l.get(p + "attn_gate.weight", c.dim(), value);
-            b = l.get(p + "ssm_beta.weight", c.dim(), hv);
-            a = l.get(p + "ssm_alpha.weight", c.dim(), hv);
-        } else {
-            // Qwen3-Next: per key head [q(dk) k(dk) v(r·dv) z(r·dv)] and [b(r) a(r)]
+        } else {   // Qwen3-Next: per key head [q(dk) k(dk) v(r·dv) z(r·dv)]
             qkvz = l.get(p + "ssm_in.weight", c.dim(), channels + value);
-            ba = l.get(p + "ssm_ba.weight", c.dim(), 2 * hv);
             int block = 2 * dk + 2 * r * dv;
             qkvCols = new int[channels];
             zCols = new int[value];
@@ -104,6 +100,12 @@ record HybridWeights(Weight tokenEmbedding, Layer[] layers, Weight outputNorm, W
             for (int h = 0; h < hk; h++) for (int i = 0; i < dk; i++) qkvCols[o++] = h * block + dk + i;
             for (int h = 0; h < hk; h++) for (int i = 0; i < r * dv; i++) qkvCols[o++] = h * block + 2 * dk + i;
             for (int h = 0, zo = 0; h < hk; h++) for (int i = 0; i < r * dv; i++) zCols[zo++] = h * block + 2 * dk + r * dv + i;
+        }
+        if (l.f.shape(p + "ssm_beta.weight").isPresent()) {
+            b = l.get(p + "ssm_beta.weight", c.dim(), hv);
+            a = l.get(p + "ssm_alpha.weight", c.dim(), hv);
+        } else {   // Qwen3-Next: per key head [b(r) a(r)]
+            ba = l.get(p + "ssm_ba.weight", c.dim(), 2 * hv);
             bCols = new int[hv];
             aCols = new int[hv];
             for (int h = 0, o2 = 0; h < hk; h++) {
@@ -127,7 +129,7 @@ record HybridWeights(Weight tokenEmbedding, Layer[] layers, Weight outputNorm, W
                 aLog[j] = (float) Math.log(-(double) negA[j]);
             }
         }
-        if (qkvz == null && tiledValueHeads(l.f, c)) {
+        if (qkvz == null && ba == null && tiledValueHeads(l.f, c)) {
             int[] tiled = new int[hv];   // grouped head j = k·r + m is stored as m·Hk + k
             for (int k = 0; k < hk; k++) for (int m = 0; m < r; m++) tiled[k * r + m] = m * hk + k;
             int qk = 2 * hk * dk, kk = la.convKernel();

@@ -40,6 +40,10 @@ public record ModelConfig(String architecture, int dim, int layers, int heads, i
         String p = arch + ".";
         int dim = positive(f, p + "embedding_length", f.getInt(p + "embedding_length"));
         int layers = positive(f, p + "block_count", f.getInt(p + "block_count"));
+        // llama.cpp counts Qwen3.5's multi-token-prediction layers in block_count (they come last); they are not run
+        int mtp = f.getInt(p + "nextn_predict_layers", 0);
+        if (mtp < 0 || mtp >= layers) throw new ModelFormatException(f.path(), "metadata " + p + "nextn_predict_layers", "must be in [0, block_count " + layers + "), found " + mtp);
+        layers -= mtp;
         int heads = positive(f, p + "attention.head_count", f.getInt(p + "attention.head_count"));
         int kvHeads = positive(f, p + "attention.head_count_kv", f.getInt(p + "attention.head_count_kv", heads));
         if (heads % kvHeads != 0) {
