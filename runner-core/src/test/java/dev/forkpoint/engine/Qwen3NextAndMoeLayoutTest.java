@@ -158,6 +158,20 @@ class Qwen3NextAndMoeLayoutTest {
     }
 
     @Test
+    void llamaCppsQwen3NextGgufComputesWhatQwen35MoeComputes() throws Exception {
+        Path source = TestData.shared("models/qwen35-tiny-moe");
+        Path gguf = dev.forkpoint.reference.LlamaCppQwen35Gguf.writeQwen3Next(source, dir.resolve("qwen3next.gguf"));
+        int[] prompt = {49218, 49085, 49649, 19107, 8611, 46398, 5271, 13151, 6974, 16036, 26939, 5934};
+        try (LoadedModel original = LoadedModel.load(source, 2, LoadProgress.NONE);
+             LoadedModel next = LoadedModel.load(gguf, 2, LoadProgress.NONE)) {
+            assertEquals("qwen3next", next.config().architecture());
+            float[] a = logits(original, prompt), b = logits(next, prompt);
+            // llama.cpp stores −exp(A_log) and 1 + w: converting back rounds (see Qwen35GgufTest)
+            assertTrue(maxDiff(a, b) <= 3e-5, "llama.cpp's Qwen3-Next GGUF vs Qwen3.5-MoE: logits differ by " + maxDiff(a, b));
+        }
+    }
+
+    @Test
     void mlxLmLayoutComputesWhatTheHuggingFaceFolderComputes() throws Exception {
         Path source = TestData.shared("models/qwen35-tiny-moe");
         Path target = dir.resolve("qwen35-moe-mlx-layout");

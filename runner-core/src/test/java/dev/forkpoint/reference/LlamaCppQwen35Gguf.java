@@ -69,10 +69,24 @@ public final class LlamaCppQwen35Gguf {
      * grouped order, a file llama.cpp never writes (to show that the reorder matters).
      */
     public static Path write(Path folder, Path target, GgmlType type, Predicate<String> keep, boolean tiledValueHeads) throws IOException {
+        return write(folder, target, type, keep, tiledValueHeads, false);
+    }
+
+    /**
+     * Writes the Qwen3.5-MoE {@code folder} as llama.cpp writes a Qwen3-Next ({@code qwen3next}): the same tensors
+     * with the value heads in grouped order (its converter reorders Qwen3.5 only) and in_proj_b / in_proj_a as one
+     * {@code ssm_ba} whose rows are grouped per key head, [b(r) a(r)] (the fused {@code in_proj_ba} kept as is).
+     */
+    public static Path writeQwen3Next(Path folder, Path target) throws IOException {
+        return write(folder, target, GgmlType.F32, name -> true, false, true);
+    }
+
+    private static Path write(Path folder, Path target, GgmlType type, Predicate<String> keep, boolean tiledValueHeads,
+                              boolean qwen3next) throws IOException {
         if (type != GgmlType.F32 && type != GgmlType.Q8_0) throw new IllegalArgumentException("F32 or Q8_0, not " + type);
         ObjectNode hp = hparams(folder);
         boolean moe = hp.hasNonNull("num_experts") || hp.hasNonNull("num_local_experts");
-        String arch = moe ? "qwen35moe" : "qwen35";
+        String arch = qwen3next ? "qwen3next" : moe ? "qwen35moe" : "qwen35";
         int nk = hp.get("linear_num_key_heads").asInt(), nv = hp.get("linear_num_value_heads").asInt();
         int dk = hp.get("linear_key_head_dim").asInt(), dv = hp.get("linear_value_head_dim").asInt();
 
@@ -87,6 +101,7 @@ public final class LlamaCppQwen35Gguf {
                 convert(hf, t.shape().clone(), t.data().toArray(F32_LE), nk, nv, dk, dv, tiledValueHeads, out);
             }
         }
+        if (qwen3next) fuseBetaAlpha(out, nk, nv);
         out.sort(java.util.Comparator.comparing(LlamaCppQwen35Gguf::order));
 
         var w = new GgufWriter();
@@ -234,6 +249,28 @@ public final class LlamaCppQwen35Gguf {
             case "mlp.shared_expert_gate.weight" -> out.add(new Out(b + "ffn_gate_inp_shexp.weight", new long[] {shape[shape.length - 1]}, v));
             default -> throw new IllegalArgumentException("unmapped tensor " + hf);
         }
+    }
+
+    /** Replaces each layer's ssm_beta and ssm_alpha ([Hv, H] each) by ssm_ba: per key head its r b rows, then its r a rows. */
+    private static void fuseBetaAlpha(List<Out> out, int nk, int nv) {
+        int r = nv / nk;
+        java.util.Map<String, Out> beta = new java.util.HashMap<>(), alpha = new java.util.HashMap<>();
+        for (Out o : out) {
+            if (o.name.endsWith(".ssm_beta.weight")) beta.put(o.name.substring(0, o.name.length() - ".ssm_beta.weight".length()), o);
+            if (o.name.endsWith(".ssm_alpha.weight")) alpha.put(o.name.substring(0, o.name.length() - ".ssm_alpha.weight".length()), o);
+        }
+        out.removeIf(o -> o.name.endsWith(".ssm_beta.weight") || o.name.endsWith(".ssm_alpha.weight"));
+        for (var e : beta.entrySet()) {
+            Out b = e.getValue(), a = alpha.get(e.getKey());
+            int h = (int) b.shape[1];
+            float[] ba = new float[2 * nv * h];
+            for (int k = 0; k < nk; k++) {
+                System.arraycopy(b.values, k * r * h, ba, (k * 2 * r) * h, r * h);
+                System.arraycopy(a.values, k * r * h, ba, (k * 2 * r + r) * h, r * h);
+            }
+            out.add(new Out(e.getKey() + ".ssm_ba.weight", new long[] {2L * nv, h}, ba));
+        }
+        out.sort(java.util.Comparator.comparing(LlamaCppQwen35Gguf::order));
     }
 
     private static float[] plusOne(float[] v) {
