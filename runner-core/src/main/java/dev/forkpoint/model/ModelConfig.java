@@ -115,10 +115,6 @@ public record ModelConfig(String architecture, int dim, int layers, int heads, i
             throw new ModelFormatException(c.file(), f.prefix() + "rope_parameters.partial_rotary_factor", "must be in (0, 1] and give an even number of rotary dims of head_dim "
                     + c.headDim() + ", found " + partial);
         }
-        String ropeType = java.util.Optional.ofNullable(f.node("rope_parameters.rope_type")).map(com.fasterxml.jackson.databind.JsonNode::asText).orElse("default");
-        if (!ropeType.equals("default")) {
-            throw new ModelFormatException(c.file(), f.prefix() + "rope_parameters.rope_type", "\"" + ropeType + "\" is not supported (supported: default)");
-        }
         Experts experts = experts(f, c, arch);
         if (experts == null && c.intermediateSize() <= 0) throw new ModelFormatException(c.file(), f.prefix() + "intermediate_size", "missing");
         return new ModelConfig(arch, c.hiddenSize(), c.layers(), c.heads(), c.kvHeads(), c.headDim(), c.intermediateSize(),

@@ -77,6 +77,9 @@ public record HfConfig(Path file, String modelType, int hiddenSize, int layers, 
         if (tie != null && !tie.isBoolean()) throw new ModelFormatException(file, "tie_word_embeddings", "must be true or false, found " + tie);
         JsonNode scaling = r.node("rope_scaling");
         if (scaling != null && !scaling.isObject()) throw new ModelFormatException(file, prefix + "rope_scaling", "must be an object or null, found " + scaling);
+        JsonNode parameters = r.node("rope_parameters");   // transformers 5 folds rope_scaling into rope_parameters
+        if (parameters != null && !parameters.isObject()) throw new ModelFormatException(file, prefix + "rope_parameters", "must be an object, found " + parameters);
+        if (scaling == null && parameters != null && !parameters.path("rope_type").asText("default").equals("default")) scaling = parameters;
         var top = new Fields(file, root, "");
         JsonNode quant = top.node("quantization") != null ? top.node("quantization") : top.node("quantization_config");
         if (quant != null && !quant.isObject()) throw new ModelFormatException(file, "quantization", "must be an object, found " + quant);
