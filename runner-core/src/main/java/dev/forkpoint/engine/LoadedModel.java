@@ -69,6 +69,7 @@ public final class LoadedModel implements AutoCloseable {
                 : options.checkpointBytes() > 0 ? options.checkpointBytes()
                 : Math.min((long) EngineOptions.DEFAULT_CHECKPOINTS * options.sequences() * recurrent.bytesPerSequence(),
                            Math.max(recurrent.bytesPerSequence(), Runtime.getRuntime().maxMemory() / 4));   // held on the heap
+        if (recurrent != null) requireHeapFor(recurrent, options.sequences(), checkpointBudget);
         this.cache = new RadixCache(pool, checkpointBudget);   // attention-only architectures store no checkpoints
         this.modelId = modelId;
         this.ops = backend.ops();
@@ -116,6 +117,21 @@ public final class LoadedModel implements AutoCloseable {
                     + c.kvDim() + " × " + layout.elementType() + ")");
         }
         return new PagePool(layout, budget);
+    }
+
+    /**
+     * Refuses, at load, a hybrid model whose recurrent states cannot fit the heap: each running sequence holds its state
+     * twice (committed and the open step's), and the checkpoints are held there too.
+     */
+    private static void requireHeapFor(RecurrentLayout recurrent, int sequences, long checkpointBudget) {
+        long live = 2L * sequences * recurrent.bytesPerSequence();
+        long heap = Runtime.getRuntime().maxMemory();
+        if (live + checkpointBudget > heap / 4 * 3) {
+            throw new dev.forkpoint.InvalidInputException("the recurrent state of " + sequences + " sequences (" + live
+                    + " bytes, " + recurrent.bytesPerSequence() + " per sequence, twice) and checkpoint_bytes " + checkpointBudget
+                    + " do not fit three quarters of the Java heap (" + heap + " bytes); lower --parallel or --checkpoint-bytes,"
+                    + " or give the JVM more heap (-Xmx)");
+        }
     }
 
     /** The model's identity for the cache namespace: its files' real paths, sizes and modification times (no hashing at load). */

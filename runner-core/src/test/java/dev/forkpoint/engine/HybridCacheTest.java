@@ -236,4 +236,13 @@ class HybridCacheTest {
             faulty[0].failDeltaRuleWhen(null);
         }
     }
+
+    @Test
+    void aCheckpointBudgetBeyondTheHeapIsRefusedAtLoadNamingIt() {
+        long tooMuch = Runtime.getRuntime().maxMemory();
+        var e = org.junit.jupiter.api.Assertions.assertThrows(dev.forkpoint.InvalidInputException.class, () -> LoadedModel.load(
+                dev.forkpoint.TestData.shared("models/qwen35-tiny-dense"), 1, LoadProgress.NONE,
+                EngineOptions.defaults().withCheckpointBytes(tooMuch)).close());
+        assertTrue(e.getMessage().contains("checkpoint") && e.getMessage().contains("heap"), e.getMessage());
+    }
 }
