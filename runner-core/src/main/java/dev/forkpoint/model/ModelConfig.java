@@ -76,6 +76,19 @@ public record ModelConfig(String architecture, int dim, int layers, int heads, i
             int interval = positive(f, p + "full_attention_interval", f.getInt(p + "full_attention_interval", 4));
             boolean[] kinds = new boolean[layers];
             for (int i = 0; i < layers; i++) kinds[i] = (i + 1) % interval != 0;
+            String recurrentKey = p + "attention.recurrent_layers";   // llama.cpp: when present, it wins
+            if (f.has(recurrentKey)) {
+                var values = f.getArray(recurrentKey).values();
+                if (values.size() < layers) {
+                    throw new ModelFormatException(f.path(), "metadata " + recurrentKey, values.size() + " entries for " + layers + " layers");
+                }
+                for (int i = 0; i < layers; i++) {
+                    if (!(values.get(i) instanceof dev.forkpoint.format.gguf.MetadataValue.Bool b)) {
+                        throw new ModelFormatException(f.path(), "metadata " + recurrentKey + "[" + i + "]", "must be a bool, found " + values.get(i));
+                    }
+                    kinds[i] = b.value();
+                }
+            }
             int hk = positive(f, p + "ssm.group_count", f.getInt(p + "ssm.group_count"));
             int hv = positive(f, p + "ssm.time_step_rank", f.getInt(p + "ssm.time_step_rank"));
             int dk = positive(f, p + "ssm.state_size", f.getInt(p + "ssm.state_size"));

@@ -97,8 +97,8 @@ class Qwen35GgufTest {
     /**
      * The GGUF file and the folder compute the same model; their logits (up to ~22 in size) differ by float32 rounding
      * only: llama.cpp's tiled value heads make out_proj sum its columns in another order, ssm_a = −exp(A_log) is
-     * turned back into A_log, and the CPU kernels' vector reductions themselves vary by a few 1e-6 between JIT tiers
-     * (the same model, called twice, can differ by ~6e-6). Measured: 1.0–1.4e-5 (dense), 1.9–2.1e-5 (MoE), both
+     * turned back into A_log (the CPU kernels' vector reductions no longer vary between JIT tiers: they sum lanes in
+     * order). Measured: 1.0–1.4e-5 (dense), 1.9–2.1e-5 (MoE), both
      * paths 1.5–4e-5 from the float64 reference. So: 1e-6 of the largest logit (≈ 2.2e-5 here) plus 1e-5.
      */
     @ParameterizedTest
@@ -200,5 +200,25 @@ class Qwen35GgufTest {
                 name -> !name.equals(missing));
         var e = assertThrows(ModelFormatException.class, () -> LoadedModel.load(broken, 1, LoadProgress.NONE).close());
         assertTrue(e.getMessage().contains("tensor " + missing + ":") && e.getMessage().contains("missing"), e.getMessage());
+    }
+
+    /** llama.cpp's {@code attention.recurrent_layers}, when present, decides the layer kinds over the interval. */
+    @org.junit.jupiter.api.Test
+    void recurrentLayersMetadataWinsOverTheInterval() throws Exception {
+        Path source = dir.resolve("dense-f32.gguf"), target = dir.resolve("dense-recurrent-layers.gguf");
+        try (var f = dev.forkpoint.format.gguf.GgufFile.open(source)) {
+            var w = new dev.forkpoint.format.gguf.GgufWriter().putAll(f.metadata());
+            w.put("qwen35.full_attention_interval", dev.forkpoint.format.gguf.MetadataValue.ofU32(2));   // wrong on purpose
+            var kinds = new java.util.ArrayList<dev.forkpoint.format.gguf.MetadataValue>();
+            for (boolean b : new boolean[] {true, true, true, false}) kinds.add(dev.forkpoint.format.gguf.MetadataValue.ofBool(b));
+            w.put("qwen35.attention.recurrent_layers", new dev.forkpoint.format.gguf.MetadataValue.Array(dev.forkpoint.format.gguf.MetadataType.BOOL, kinds));
+            for (var t : f.tensors()) w.add(new dev.forkpoint.format.gguf.GgufWriter.TensorData(t.name(), t.type(), t.shape(), t.data()));
+            w.write(target);
+        }
+        int[] prompt = ints(references.get("dense").get("prompt_ids"));
+        try (LoadedModel m = LoadedModel.load(target, 2, LoadProgress.NONE)) {
+            assertEquals("linear ×3, attention", m.info().layerKinds());
+            assertArrayEquals(lastLogits(gguf.get("dense"), prompt), lastLogits(m, prompt));
+        }
     }
 }
