@@ -40,6 +40,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  *   <li>mlx-lm's layout of Qwen3.5-MoE ({@code language_model.model.} prefix, the convolution as [C, K, 1], the
  *       zero-centred norms stored shifted by 1, the experts as stacked {@code switch_mlp} modules) computes what the
  *       Hugging Face folder computes;</li>
+ *   <li>Ollama's safetensors store of Qwen3.5-MoE (how {@code qwen3.6:35b-mlx} is stored: one blob per tensor under
+ *       its Hugging Face name, the JSON files as named blobs, a manifest) computes what the folder computes;</li>
  *   <li>Qwen3-MoE (attention-only, GGUF {@code qwen3moe}) whose experts are all copies of a Qwen3 model's dense
  *       feed-forward computes what that Qwen3 computes (the renormalised expert weights sum to 1).</li>
  * </ul>
@@ -168,6 +170,38 @@ class Qwen3NextAndMoeLayoutTest {
             float[] a = logits(original, prompt), b = logits(next, prompt);
             // llama.cpp stores −exp(A_log) and 1 + w: converting back rounds (see Qwen35GgufTest)
             assertTrue(maxDiff(a, b) <= 3e-5, "llama.cpp's Qwen3-Next GGUF vs Qwen3.5-MoE: logits differ by " + maxDiff(a, b));
+        }
+    }
+
+    @Test
+    void ollamasSafetensorsStoreComputesWhatTheFolderComputes() throws Exception {
+        Path source = TestData.shared("models/qwen35-tiny-moe");
+        var store = dev.forkpoint.store.FakeOllamaStore.create(dir.resolve("ollama"));
+        ObjectMapper json = new ObjectMapper();
+        ObjectNode manifest = json.createObjectNode().put("schemaVersion", 2);
+        var layers = manifest.putArray("layers");
+        Path scratch = Files.createDirectories(dir.resolve("blob"));
+        try (SafetensorsFile in = SafetensorsFile.open(source.resolve("model.safetensors"))) {
+            for (SafetensorsTensor t : in.tensors()) {
+                Path file = scratch.resolve("t.safetensors");
+                new SafetensorsWriter().tensor(t.name(), t.dtype(), t.shape(), t.data()).write(file);
+                byte[] bytes = Files.readAllBytes(file);
+                layers.addObject().put("mediaType", "application/vnd.ollama.image.tensor").put("digest", store.addBlob(bytes))
+                        .put("size", bytes.length).put("name", t.name());
+            }
+        }
+        for (String name : new String[] {"config.json", "tokenizer.json", "tokenizer_config.json", "generation_config.json"}) {
+            byte[] bytes = Files.readAllBytes(source.resolve(name));
+            layers.addObject().put("mediaType", "application/vnd.ollama.image.json").put("digest", store.addBlob(bytes))
+                    .put("size", bytes.length).put("name", name);
+        }
+        store.addManifest("registry.ollama.ai", "library", "qwen3.6", "tiny-mlx", json.writeValueAsString(manifest));
+        Path resolved = new dev.forkpoint.store.ModelResolver(store.root()).resolve("qwen3.6:tiny-mlx");
+        int[] prompt = {49218, 49085, 49649, 19107, 8611, 46398, 5271, 13151, 6974, 16036, 26939, 5934};
+        try (LoadedModel original = LoadedModel.load(source, 2, LoadProgress.NONE);
+             LoadedModel ollama = LoadedModel.load(resolved, 2, LoadProgress.NONE)) {
+            assertEquals("qwen35moe", ollama.config().architecture());
+            assertArrayEquals(logits(original, prompt), logits(ollama, prompt), "the same tensors under the same names");
         }
     }
 
