@@ -21,20 +21,29 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Continuous batching over HTTP: four greedy streams through three APIs, admitted in the same scheduler step (the
  * test holds the model's lock, which every step takes, until all four are queued), give exactly the texts and token
  * counts of the same four requests sent one after another. The prefix cache is emptied before each run, so that both
- * runs evaluate every prompt.
+ * runs evaluate every prompt. On stories260K and on the tiny Qwen3.5 hybrid (whose linear layers carry a recurrent
+ * state per sequence through the batched steps).
  */
 class ConcurrentStreamsTest {
     static final int N = 48;
+    static final java.util.Map<String, ServerHarness> servers = new java.util.HashMap<>();
+    static final java.util.Map<String, String> names = new java.util.HashMap<>();
+    @org.junit.jupiter.api.io.TempDir
+    static java.nio.file.Path dir;
     static ServerHarness h;
 
     @BeforeAll
-    static void start() {
-        h = ServerHarness.allApis(ServerHarness.config().withParallel(4));
+    static void start() throws Exception {
+        servers.put("stories", ServerHarness.allApis(ServerHarness.config().withParallel(4)));
+        names.put("stories", ServerHarness.MODEL);
+        java.nio.file.Path hybrid = dev.forkpoint.HybridTestModel.write(dir, "dense", 4096, true);
+        servers.put("hybrid", ServerHarness.allApis(ServerHarness.config().withParallel(4), hybrid));
+        names.put("hybrid", hybrid.getFileName().toString());
     }
 
     @AfterAll
     static void stop() {
-        if (h != null) h.close();
+        servers.values().forEach(ServerHarness::close);
     }
 
     /** A streamed request and how to read its text and generated-token count. */
@@ -48,8 +57,8 @@ class ConcurrentStreamsTest {
 
     static String q(String s) { return OllamaApiTest.quote(s); }
 
-    static List<Call> calls() {
-        String m = "\"model\":\"" + ServerHarness.MODEL + "\"";
+    static List<Call> calls(String model) {
+        String m = "\"model\":\"" + model + "\"";
         return List.of(
                 new Call("/api/generate", "{" + m + ",\"prompt\":" + q("Once upon a time") + ",\"raw\":true,\"stream\":true,"
                         + "\"options\":{\"temperature\":0,\"num_predict\":" + N + "}}", ConcurrentStreamsTest::ollama),
@@ -113,9 +122,11 @@ class ConcurrentStreamsTest {
         return c.reader().read(r.body());
     }
 
-    @Test
-    void fourConcurrentGreedyStreamsEqualTheSameRequestsOneAfterAnother() throws Exception {
-        List<Call> calls = calls();
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"stories", "hybrid"})
+    void fourConcurrentGreedyStreamsEqualTheSameRequestsOneAfterAnother(String which) throws Exception {
+        h = servers.get(which);
+        List<Call> calls = calls(names.get(which));
         List<Output> sequential = new ArrayList<>();
         for (Call c : calls) {
             h.probe().evictCache();
