@@ -1,34 +1,21 @@
 package dev.forkpoint.backend;
 
-import dev.forkpoint.format.gguf.GgufTensor;
 import dev.forkpoint.kvcache.SequenceKv;
-import dev.forkpoint.InvalidInputException;
-import dev.forkpoint.tensor.AffineTensor;
-import dev.forkpoint.tensor.FpTensor;
+import dev.forkpoint.tensor.WeightSource;
 
 /** A compute backend: it holds weights, creates KV stores over kv-cache sequences and implements the ops. */
 public interface Backend extends AutoCloseable {
     /** A short name for logs ("cpu", "mlx"). */
     String name();
 
-    /** Prepares a GGUF tensor as a weight. Refuses types it cannot compute with, naming the tensor and listing the supported types. */
-    Weight weight(GgufTensor tensor);
-
     /**
-     * Prepares an MLX affine-quantised matrix (codes, scales and biases as an mlx-community model stores them) as a
-     * weight, read in place. Refuses formats it cannot compute with, naming the tensor.
+     * Prepares a weight from its description: a GGML-typed tensor ({@link dev.forkpoint.tensor.GgmlTensor}, read in
+     * place), an MLX affine- or floating-point-quantised matrix ({@link dev.forkpoint.tensor.AffineTensor},
+     * {@link dev.forkpoint.tensor.FpTensor}, read in place), or host values ({@link dev.forkpoint.tensor.HostMatrix},
+     * copied: a rows × cols matrix, or a vector when rows is 1). Refuses what it cannot compute with, naming the tensor
+     * and listing the supported types.
      */
-    Weight weight(AffineTensor tensor);
-
-    /**
-     * Prepares a matrix in one of MLX's floating-point quantisation formats (mxfp4, nvfp4, mxfp8: codes and scale bytes
-     * as an MLX model stores them) as a weight, read in place. A backend without kernels for them refuses, naming the
-     * tensor; this default does.
-     */
-    default Weight weight(FpTensor tensor) {
-        throw new InvalidInputException("tensor " + tensor.name() + " is " + tensor.format().typeName()
-                + "-quantised, which the " + name() + " backend does not support");
-    }
+    Weight weight(WeightSource source);
 
     /** A view of one kv-cache sequence (its pool's layout gives layers, kvDim and element type) for this backend's attention. */
     default KvStore newKvStore(SequenceKv sequence) {
@@ -40,9 +27,6 @@ public interface Backend extends AutoCloseable {
      * (zeros at first): steps begin, commit and roll back KV and state together.
      */
     KvStore newKvStore(SequenceKv sequence, RecurrentLayout recurrent);
-
-    /** A weight from host values: a rows × cols matrix, or a vector when rows is 1 (norm weights adjusted at load). */
-    Weight weight(String name, float[] values, int rows, int cols);
 
     Ops ops();
 

@@ -40,8 +40,8 @@ final class ModelOption {
         try (var bar = new LoadBar(env.err(), env.stderrIsTerminal())) {
             loaded = LoadedModel.load(file, threads, bar, options);
         }
-        if (debug) env.err().printf(java.util.Locale.ROOT, "debug: loaded %s in %.0f ms with %d threads%n", file,
-                (System.nanoTime() - start) / 1e6, threads);
+        if (debug) env.err().printf(java.util.Locale.ROOT, "debug: loaded %s in %.0f ms on backend %s with %d threads%n", file,
+                (System.nanoTime() - start) / 1e6, loaded.backendName(), threads);
         return loaded;
     }
 }

@@ -1,6 +1,8 @@
 package dev.forkpoint.cli;
 
 import dev.forkpoint.InvalidInputException;
+import dev.forkpoint.backend.BackendChoice;
+import dev.forkpoint.backend.Backends;
 import dev.forkpoint.engine.EngineOptions;
 import dev.forkpoint.engine.GenerationRequest;
 import dev.forkpoint.engine.GenerationResult;
@@ -73,6 +75,10 @@ final class RunCommand implements Callable<Integer> {
     @Option(names = {"-t", "--threads"}, paramLabel = "N", description = "Worker threads; the default is the number of available processors.")
     int threads = Runtime.getRuntime().availableProcessors();
 
+    @Option(names = "--backend", paramLabel = "cpu|mlx|auto",
+            description = "Compute backend: cpu; mlx (Apple Silicon, MLX-C; not in this version); auto = mlx on macOS arm64 when MLX-C loads, else cpu.")
+    String backend = "auto";
+
     @Option(names = "--num-batch", paramLabel = "N", description = "Prompt tokens evaluated per step, 1 … num_ctx (default: 512, or num_ctx if smaller).")
     Integer numBatch;
 
@@ -98,9 +104,11 @@ final class RunCommand implements Callable<Integer> {
         if (numBatch != null) atLeast("num_batch", numBatch, 1);
         atLeast("num_ctx", numCtx, 0);
         atLeast("threads", threads, 1);
+        BackendChoice choice = BackendChoice.parse(backend);
+        Backends.select(choice);   // refuses --backend mlx here before reading the prompt
         String text = prompt.equals("-") ? new String(env.in().readAllBytes(), StandardCharsets.UTF_8) : prompt;
 
-        EngineOptions engine = new EngineOptions(kvCacheBytes, EngineOptions.parseKvType(kvType), 2, checkpointBytes);
+        EngineOptions engine = new EngineOptions(kvCacheBytes, EngineOptions.parseKvType(kvType), 2, checkpointBytes, choice);
         try (LoadedModel loaded = model.load(env, threads, main.debug(), engine)) {
             var out = env.out();
             var last = new StringBuilder(1);

@@ -1,5 +1,7 @@
 package dev.forkpoint.cli;
 
+import dev.forkpoint.backend.BackendChoice;
+import dev.forkpoint.backend.Backends;
 import dev.forkpoint.engine.EngineOptions;
 import dev.forkpoint.server.ForkpointServer;
 import dev.forkpoint.server.RequestGuards;
@@ -54,6 +56,10 @@ final class ServeCommand implements Callable<Integer> {
     @Option(names = {"-t", "--threads"}, paramLabel = "N", description = "Worker threads per model; the default is the number of available processors.")
     int threads = Runtime.getRuntime().availableProcessors();
 
+    @Option(names = "--backend", paramLabel = "cpu|mlx|auto",
+            description = "Compute backend: cpu; mlx (Apple Silicon, MLX-C; not in this version); auto = mlx on macOS arm64 when MLX-C loads, else cpu.")
+    String backend = "auto";
+
     @Option(names = "--kv-cache-bytes", paramLabel = "BYTES",
             description = "KV cache budget per model in bytes; 0 = room for --parallel + 1 sequences of the default num_ctx (committed only as used).")
     long kvCacheBytes = 0;
@@ -95,8 +101,10 @@ final class ServeCommand implements Callable<Integer> {
     public Integer call() throws InterruptedException {
         CliEnvironment env = main.environment();
         CliLogging.enableInfo("dev.forkpoint.server");
+        BackendChoice choice = BackendChoice.parse(backend);
+        Backends.select(choice);   // refuses --backend mlx before listening, not at each model's load
         ServerConfig config = new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads,
-                new EngineOptions(kvCacheBytes, EngineOptions.parseKvType(kvType), Math.max(2, parallel + 1), checkpointBytes), Duration.ofSeconds(keepAliveSeconds),
+                new EngineOptions(kvCacheBytes, EngineOptions.parseKvType(kvType), Math.max(2, parallel + 1), checkpointBytes, choice), Duration.ofSeconds(keepAliveSeconds),
                 maxBodyBytes, env.env(), new RequestGuards(Duration.ofSeconds(bodyTimeoutSeconds), bodiesPerClient, allowedHosts, origins)
                         .withOriginsFrom(env.env().get("OLLAMA_ORIGINS")));
         if (models.isEmpty()) env.err().println("note: no --model given; serving the models of the local Ollama store (loaded on first use)");

@@ -46,6 +46,7 @@ final class ShowCommand implements Callable<Integer> {
         if (info.experts() != null) row(out, "experts", info.experts());
         row(out, "kv bytes per token", String.format(Locale.ROOT, "%,d", info.kvBytesPerToken()));
         row(out, "recurrent bytes per sequence", String.format(Locale.ROOT, "%,d", info.recurrentBytesPerSequence()));
+        row(out, "backend", info.backend());
         row(out, "tokenizer", info.tokenizer() + " (" + info.vocabSize() + " tokens)");
         String template = info.chatTemplate();
         boolean inline = template == null || template.isEmpty() || (template.length() <= 60 && !template.contains("\n"));

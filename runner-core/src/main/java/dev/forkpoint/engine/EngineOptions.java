@@ -1,12 +1,13 @@
 package dev.forkpoint.engine;
 
 import dev.forkpoint.InvalidInputException;
+import dev.forkpoint.backend.BackendChoice;
 import dev.forkpoint.kvcache.KvElementType;
 
 import java.util.Locale;
 
 /**
- * How a loaded model holds its KV cache.
+ * How a loaded model holds its KV cache, and which backend it runs on.
  *
  * @param kvCacheBytes the KV pool's byte budget ({@code kv_cache_bytes}); 0 = derived from the model: the default
  *                     num_ctx ({@link LoadedModel#defaultNumCtx()}) for one running sequence plus as much again for
@@ -17,8 +18,9 @@ import java.util.Locale;
  *                     running, one cached; a server running N requests at once asks for N + 1)
  * @param checkpointBytes the byte budget of recurrent-state checkpoints (hybrid models; {@code --checkpoint-bytes});
  *                     0 = {@value #DEFAULT_CHECKPOINTS} checkpoints of the model's recurrent state per sequence
+ * @param backend      the backend ({@code --backend}); null = {@link BackendChoice#AUTO}
  */
-public record EngineOptions(long kvCacheBytes, KvElementType kvType, int sequences, long checkpointBytes) {
+public record EngineOptions(long kvCacheBytes, KvElementType kvType, int sequences, long checkpointBytes, BackendChoice backend) {
     /** Checkpoints the derived budget holds per sequence: a prompt's ladder and boundaries, and a reply's end. */
     public static final int DEFAULT_CHECKPOINTS = 24;
 
@@ -27,6 +29,11 @@ public record EngineOptions(long kvCacheBytes, KvElementType kvType, int sequenc
         if (kvType == null) kvType = KvElementType.F32;
         if (sequences < 1) throw new InvalidInputException("the derived KV budget must hold at least 1 sequence, got " + sequences);
         if (checkpointBytes < 0) throw new InvalidInputException("checkpoint_bytes must be >= 0 (0 = derived from the model's recurrent state), got " + checkpointBytes);
+        if (backend == null) backend = BackendChoice.AUTO;
+    }
+
+    public EngineOptions(long kvCacheBytes, KvElementType kvType, int sequences, long checkpointBytes) {
+        this(kvCacheBytes, kvType, sequences, checkpointBytes, BackendChoice.AUTO);
     }
 
     public EngineOptions(long kvCacheBytes, KvElementType kvType, int sequences) {
@@ -38,7 +45,7 @@ public record EngineOptions(long kvCacheBytes, KvElementType kvType, int sequenc
     }
 
     public EngineOptions withCheckpointBytes(long bytes) {
-        return new EngineOptions(kvCacheBytes, kvType, sequences, bytes);
+        return new EngineOptions(kvCacheBytes, kvType, sequences, bytes, backend);
     }
 
     public static EngineOptions defaults() {
@@ -46,15 +53,19 @@ public record EngineOptions(long kvCacheBytes, KvElementType kvType, int sequenc
     }
 
     public EngineOptions withKvCacheBytes(long bytes) {
-        return new EngineOptions(bytes, kvType, sequences, checkpointBytes);
+        return new EngineOptions(bytes, kvType, sequences, checkpointBytes, backend);
     }
 
     public EngineOptions withSequences(int n) {
-        return new EngineOptions(kvCacheBytes, kvType, n, checkpointBytes);
+        return new EngineOptions(kvCacheBytes, kvType, n, checkpointBytes, backend);
     }
 
     public EngineOptions withKvType(KvElementType type) {
-        return new EngineOptions(kvCacheBytes, type, sequences, checkpointBytes);
+        return new EngineOptions(kvCacheBytes, type, sequences, checkpointBytes, backend);
+    }
+
+    public EngineOptions withBackend(BackendChoice choice) {
+        return new EngineOptions(kvCacheBytes, kvType, sequences, checkpointBytes, choice);
     }
 
     /** "f32" or "f16" (any case) as an element type; anything else is refused naming kv_type. */

@@ -1,11 +1,12 @@
 package dev.forkpoint.engine;
 
 import dev.forkpoint.backend.Activation;
+import dev.forkpoint.backend.Backend;
+import dev.forkpoint.backend.Backends;
 import dev.forkpoint.backend.KvStore;
 import dev.forkpoint.backend.Ops;
 import dev.forkpoint.backend.RecurrentLayout;
 import dev.forkpoint.backend.Segment;
-import dev.forkpoint.backend.cpu.CpuBackend;
 import dev.forkpoint.model.Architecture;
 import dev.forkpoint.model.ModelFiles;
 import dev.forkpoint.model.ModelConfig;
@@ -44,7 +45,8 @@ public final class LoadedModel implements AutoCloseable {
     public static final int OLLAMA_DEFAULT_NUM_CTX = 4096;
 
     private final ModelFiles file;
-    private final CpuBackend backend;
+    private final Backend backend;
+    private final int threads;
     private final Architecture architecture;
     private final Tokenizer tokenizer;
     private final EngineOptions options;
@@ -55,10 +57,11 @@ public final class LoadedModel implements AutoCloseable {
     private final long checkpointBudget;
     private Ops ops;
 
-    private LoadedModel(ModelFiles file, CpuBackend backend, Architecture architecture, Tokenizer tokenizer,
+    private LoadedModel(ModelFiles file, Backend backend, int threads, Architecture architecture, Tokenizer tokenizer,
                         EngineOptions options, PagePool pool, String modelId) {
         this.file = file;
         this.backend = backend;
+        this.threads = threads;
         this.architecture = architecture;
         this.tokenizer = tokenizer;
         this.options = options;
@@ -75,30 +78,32 @@ public final class LoadedModel implements AutoCloseable {
         this.ops = backend.ops();
     }
 
-    /** Loads a model (GGUF file or model folder) on the CPU backend with {@code threads} threads and the default {@link EngineOptions}. */
+    /** Loads a model (GGUF file or model folder) with {@code threads} threads and the default {@link EngineOptions} (backend auto). */
     public static LoadedModel load(Path gguf, int threads, LoadProgress progress) throws IOException {
         return load(gguf, threads, progress, EngineOptions.defaults());
     }
 
     /**
-     * Loads a model on the CPU backend with {@code threads} threads: a GGUF file, a Hugging Face / mlx-community folder
-     * or an Ollama safetensors manifest ({@link ModelFiles#open}); refuses unsupported architectures and tensor types.
+     * Loads a model with {@code threads} threads on the backend {@link EngineOptions#backend()} selects
+     * ({@link Backends#create}): a GGUF file, a Hugging Face / mlx-community folder or an Ollama safetensors manifest
+     * ({@link ModelFiles#open}); refuses unsupported architectures and tensor types, and a backend that cannot run here.
      */
     public static LoadedModel load(Path model, int threads, LoadProgress progress, EngineOptions options) throws IOException {
         if (threads < 1) throw new dev.forkpoint.InvalidInputException("threads must be at least 1, got " + threads);
         if (options == null) options = EngineOptions.defaults();
+        Backends.select(options.backend());   // refuses an impossible --backend before the file is opened
         ModelFiles file = ModelFiles.open(model);
-        CpuBackend backend = null;
+        Backend backend = null;
         PagePool pool = null;
         try {
             Tokenizer tokenizer = file.tokenizer();
-            backend = new CpuBackend(threads);
+            backend = Backends.create(options.backend(), threads);
             int total = file.tensors().count();
             Architecture arch = file.load(backend, done -> progress.update(done, total));
             String modelId = modelId(file.contentFiles());
             pool = newPool(arch.config(), options);
             progress.update(total, total);
-            return new LoadedModel(file, backend, arch, tokenizer, options, pool, modelId);
+            return new LoadedModel(file, backend, threads, arch, tokenizer, options, pool, modelId);
         } catch (IOException | RuntimeException | Error e) {
             if (pool != null) pool.close();
             if (backend != null) backend.close();
@@ -155,7 +160,11 @@ public final class LoadedModel implements AutoCloseable {
     /** The model file or folder. */
     public Path path() { return file.path(); }
 
-    public int threads() { return backend.threads(); }
+    /** The worker threads the backend was created with. */
+    public int threads() { return threads; }
+
+    /** The backend's name ("cpu"). */
+    public String backendName() { return backend.name(); }
 
     public ModelInfo info() throws IOException {
         ModelConfig c = architecture.config();
@@ -165,7 +174,8 @@ public final class LoadedModel implements AutoCloseable {
                 c.linear() != null ? c.linear().layerKinds() : "attention ×" + c.layers(),
                 2L * c.kvLayers() * c.kvDim() * options.kvType().bytes(), recurrent == null ? 0 : recurrent.bytesPerSequence(),
                 c.experts() == null ? null : "top-" + c.experts().topK() + " of " + c.experts().count()
-                        + (c.experts().sharedFfnDim() > 0 ? " + shared expert" : ""));
+                        + (c.experts().sharedFfnDim() > 0 ? " + shared expert" : ""),
+                backend.name());
     }
 
     /** The num_ctx a request with num_ctx 0 gets: Ollama's 4096, or the model's trained context when smaller. */

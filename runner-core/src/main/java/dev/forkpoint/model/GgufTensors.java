@@ -13,7 +13,7 @@ record GgufTensors(GgufFile file) implements ModelTensors {
 
     public Optional<long[]> shape(String name) { return file.findTensor(name).map(t -> t.shape()); }
 
-    public Weight weight(String name, Backend backend) { return backend.weight(file.tensor(name)); }
+    public Weight weight(String name, Backend backend) { return backend.weight(file.tensor(name).source()); }
 
     public float[] floats(String name) {
         var t = file.tensor(name);

@@ -4,6 +4,7 @@ import dev.forkpoint.backend.Backend;
 import dev.forkpoint.backend.ExpertWeights;
 import dev.forkpoint.backend.Weight;
 import dev.forkpoint.format.ModelFormatException;
+import dev.forkpoint.tensor.HostMatrix;
 
 import java.util.Arrays;
 import java.util.function.IntConsumer;
@@ -273,7 +274,7 @@ record HybridWeights(Weight tokenEmbedding, Layer[] layers, Weight outputNorm, W
         }
 
         Weight host(String name, float[] values, int rows, int cols) {
-            return counted(b.weight(name, values, rows, cols));
+            return counted(b.weight(new HostMatrix(name, values, rows, cols)));
         }
 
         private Weight counted(Weight w) {

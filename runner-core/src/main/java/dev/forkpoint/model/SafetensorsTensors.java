@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.forkpoint.backend.Backend;
 import dev.forkpoint.backend.Weight;
 import dev.forkpoint.format.ModelFormatException;
-import dev.forkpoint.format.gguf.GgufTensor;
 import dev.forkpoint.format.hf.HfTensorNames;
 import dev.forkpoint.format.hf.MlxModuleQuantization;
 import dev.forkpoint.format.safetensors.SafetensorsDtype;
@@ -15,6 +14,7 @@ import dev.forkpoint.tensor.AffineFormat;
 import dev.forkpoint.tensor.AffineTensor;
 import dev.forkpoint.tensor.FpFormat;
 import dev.forkpoint.tensor.FpTensor;
+import dev.forkpoint.tensor.GgmlTensor;
 import dev.forkpoint.tensor.GgmlType;
 import dev.forkpoint.tensor.MlxFormat;
 import dev.forkpoint.tensor.MlxQuantMode;
@@ -113,7 +113,7 @@ final class SafetensorsTensors implements ModelTensors {
                     + " without scales: a plain weight must be F32, F16 or BF16");
         }
         long[] ggml = shape(name).orElseThrow();
-        return backend.weight(new GgufTensor(name, type, ggml, 0, t.data()));
+        return backend.weight(new GgmlTensor(name, type, ggml, t.data()));
     }
 
     public float[] floats(String name) {

@@ -16,7 +16,7 @@ import java.nio.ByteOrder;
  * expected and the actual size, so a matrix that exists can be read without further bounds worries.
  */
 public record AffineTensor(String name, int rows, int cols, AffineFormat format, MemorySegment packed,
-                           GgmlType scaleType, MemorySegment scales, MemorySegment biases) {
+                           GgmlType scaleType, MemorySegment scales, MemorySegment biases) implements WeightSource {
     private static final ValueLayout.OfShort I16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 

@@ -14,7 +14,8 @@ import java.lang.foreign.ValueLayout;
  * <p>The constructor checks every size and throws {@link InvalidInputException} naming the tensor with the expected and
  * the actual size, so a matrix that exists can be read without further bounds worries.
  */
-public record FpTensor(String name, int rows, int cols, FpFormat format, MemorySegment packed, MemorySegment scales) {
+public record FpTensor(String name, int rows, int cols, FpFormat format, MemorySegment packed, MemorySegment scales)
+        implements WeightSource {
 
     public FpTensor {
         if (name == null || format == null || packed == null || scales == null) {

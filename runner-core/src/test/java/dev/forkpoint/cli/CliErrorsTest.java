@@ -50,6 +50,15 @@ class CliErrorsTest {
     }
 
     @Test
+    void badBackendIsBadInputBeforeTheModelIsTouched() {
+        assertBadInput(cli().run("run", "--prompt", "x", "--backend", "gpu"), "--backend must be cpu, mlx or auto", "'gpu'");
+        assertBadInput(cli().run("run", "--prompt", "x", "--backend", "mlx"), "--backend mlx: ", "MLX backend", "use --backend cpu or auto");
+        assertBadInput(cli().run("serve", "--backend", "mlx"), "--backend mlx: ");
+        assertBadInput(cli().run("serve", "--backend", "tpu"), "--backend must be cpu, mlx or auto", "'tpu'");
+        assertFalse(Files.exists(tmp.resolve("cache")), "no demo model is generated for a refused --backend");
+    }
+
+    @Test
     void missingModelFileIsNamed() {
         assertBadInput(cli().run("run", "--model", "/nonexistent.gguf", "--prompt", "x"), "/nonexistent.gguf", "does not exist");
         assertBadInput(cli().run("show", "--model", "/nonexistent.gguf"), "/nonexistent.gguf");

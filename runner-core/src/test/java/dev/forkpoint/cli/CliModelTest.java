@@ -78,6 +78,7 @@ class CliModelTest {
         assertTrue(r.out().matches("(?s).*tensor types\\s+F32 × 48\\n.*"), r::toString);
         assertTrue(r.out().matches("(?s).*layers\\s+5\\n.*"), r::toString);
         assertTrue(r.out().matches("(?s).*kv heads\\s+4\\n.*"), r::toString);
+        assertTrue(r.out().matches("(?s).*backend\\s+cpu\\n.*"), r::toString);
         assertTrue(r.out().matches("(?s).*embedding length\\s+64\\n.*"), r::toString);
         long parameters;
         try (GgufFile f = GgufFile.open(stories())) {
@@ -100,6 +101,19 @@ class CliModelTest {
         assertTrue(r.err().contains("prompt: 5 tokens (0 cached, 5 evaluated)"), r::toString);
         assertTrue(r.err().contains("generation: 20 tokens"), r::toString);
         assertTrue(r.err().contains("done: length"), r::toString);
+    }
+
+    @Test
+    void runOnEachCpuBackendChoiceIsTheSame() {
+        String plain = null;
+        for (String choice : new String[] {"auto", "cpu", "CPU"}) {
+            var r = cli().run("run", "--model", stories().toString(), "--prompt", "Once upon a time",
+                    "--temperature", "0", "--num-predict", "12", "--threads", "2", "--backend", choice, "--debug");
+            assertEquals(0, r.exitCode(), r::toString);
+            assertTrue(r.err().contains(" on backend cpu with 2 threads"), r::toString);
+            if (plain == null) plain = r.out();
+            assertEquals(plain, r.out(), choice);
+        }
     }
 
     @Test

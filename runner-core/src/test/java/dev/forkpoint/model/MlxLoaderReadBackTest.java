@@ -17,6 +17,8 @@ import dev.forkpoint.format.safetensors.SafetensorsShards;
 import dev.forkpoint.format.safetensors.SafetensorsTensor;
 import dev.forkpoint.kvcache.SequenceKv;
 import dev.forkpoint.tensor.AffineTensor;
+import dev.forkpoint.tensor.GgmlTensor;
+import dev.forkpoint.tensor.WeightSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -39,13 +41,18 @@ class MlxLoaderReadBackTest {
     private static final class Recording implements Backend {
         final CpuBackend cpu = new CpuBackend(1);
         final Map<String, AffineTensor> affine = new HashMap<>();
-        final Map<String, GgufTensor> plain = new HashMap<>();
+        final Map<String, GgmlTensor> plain = new HashMap<>();
 
         public String name() { return "recording"; }
-        public Weight weight(GgufTensor t) { plain.put(t.name(), t); return cpu.weight(t); }
-        public Weight weight(AffineTensor t) { affine.put(t.name(), t); return cpu.weight(t); }
+        public Weight weight(WeightSource s) {
+            switch (s) {
+                case GgmlTensor t -> plain.put(t.name(), t);
+                case AffineTensor t -> affine.put(t.name(), t);
+                default -> { }
+            }
+            return cpu.weight(s);
+        }
         public KvStore newKvStore(SequenceKv s, dev.forkpoint.backend.RecurrentLayout r) { return cpu.newKvStore(s, r); }
-        public Weight weight(String name, float[] values, int rows, int cols) { return cpu.weight(name, values, rows, cols); }
         public Ops ops() { return cpu.ops(); }
         public void close() { cpu.close(); }
     }
@@ -78,7 +85,7 @@ class MlxLoaderReadBackTest {
                         assertEquals(-1, a.scales().mismatch(written.tensor(module + ".scales").data()), src.name() + " scales");
                         assertEquals(-1, a.biases().mismatch(written.tensor(module + ".biases").data()), src.name() + " biases");
                     } else {
-                        GgufTensor p = backend.plain.get(src.name());
+                        GgmlTensor p = backend.plain.get(src.name());
                         assertNotNull(p, src.name() + " was not loaded");
                         assertArrayEquals(src.shape(), p.shape(), src.name());
                         SafetensorsTensor w = written.tensor(hf);

@@ -3,7 +3,7 @@ package dev.forkpoint.bench.jmh;
 import dev.forkpoint.backend.Activation;
 import dev.forkpoint.backend.Backend;
 import dev.forkpoint.backend.Weight;
-import dev.forkpoint.format.gguf.GgufTensor;
+import dev.forkpoint.tensor.GgmlTensor;
 import dev.forkpoint.tensor.GgmlType;
 
 import java.lang.foreign.Arena;
@@ -25,7 +25,7 @@ final class CpuFixtures {
         for (long i = 0; i < (long) tokens * width; i++) {
             data.setAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, i, (float) random.nextGaussian());
         }
-        Weight table = backend.weight(new GgufTensor("bench.rows", GgmlType.F32, new long[] {width, tokens}, 0, data));
+        Weight table = backend.weight(new GgmlTensor("bench.rows", GgmlType.F32, new long[] {width, tokens}, data));
         int[] ids = new int[tokens];
         for (int i = 0; i < tokens; i++) ids[i] = i;
         return backend.ops().embed(table, ids);

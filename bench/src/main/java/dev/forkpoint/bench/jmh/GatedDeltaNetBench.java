@@ -10,6 +10,7 @@ import dev.forkpoint.kvcache.KvElementType;
 import dev.forkpoint.kvcache.KvLayout;
 import dev.forkpoint.kvcache.PagePool;
 import dev.forkpoint.kvcache.SequenceKv;
+import dev.forkpoint.tensor.HostMatrix;
 import org.openjdk.jmh.annotations.*;
 
 import java.lang.foreign.Arena;
@@ -72,8 +73,8 @@ public class GatedDeltaNetBench {
             al[h] = (float) Math.log(1 + 15 * random.nextDouble());
             dt[h] = (float) (0.1 * random.nextGaussian());
         }
-        aLog = backend.weight("A_log", al, 1, VALUE_HEADS);
-        dtBias = backend.weight("dt_bias", dt, 1, VALUE_HEADS);
+        aLog = backend.weight(new HostMatrix("A_log", al, 1, VALUE_HEADS));
+        dtBias = backend.weight(new HostMatrix("dt_bias", dt, 1, VALUE_HEADS));
         step = List.of(new Segment(new int[tokens], 0, store));
     }
 

@@ -2,7 +2,7 @@ package dev.forkpoint.bench.jmh;
 
 import dev.forkpoint.backend.cpu.PackedMatrix;
 import dev.forkpoint.backend.cpu.WorkerPool;
-import dev.forkpoint.format.gguf.GgufTensor;
+import dev.forkpoint.tensor.GgmlTensor;
 import dev.forkpoint.tensor.AffineCodec;
 import dev.forkpoint.tensor.AffineFormat;
 import dev.forkpoint.tensor.AffineTensor;
@@ -77,7 +77,7 @@ public class MatmulBench {
             for (int c = 0; c < cols; c++) row[c] = (float) (rnd.nextGaussian() * 0.02);
             Quantization.quantize(t, row, 0, cols, seg, t.bytesFor((long) r * cols));
         }
-        matrix = PackedMatrix.of(new GgufTensor("bench.weight", t, new long[] {cols, rows}, 0, seg));
+        matrix = PackedMatrix.of(new GgmlTensor("bench.weight", t, new long[] {cols, rows}, seg));
         for (int i = 0; i < x.length; i++) x[i] = (float) rnd.nextGaussian();
         System.out.printf("%n[%s %s] matrix bytes: %d, flops per call: %d%n", type, shape, seg.byteSize(), 2L * rows * cols * tokens);
     }

@@ -5,7 +5,7 @@ import dev.forkpoint.backend.ExpertWeights;
 import dev.forkpoint.backend.ExpertWeights.ExpertRows;
 import dev.forkpoint.backend.Weight;
 import dev.forkpoint.backend.cpu.CpuBackend;
-import dev.forkpoint.format.gguf.GgufTensor;
+import dev.forkpoint.tensor.GgmlTensor;
 import dev.forkpoint.tensor.AffineFormat;
 import dev.forkpoint.tensor.AffineTensor;
 import dev.forkpoint.tensor.GgmlType;
@@ -92,12 +92,12 @@ public class MoeBench {
         return type.equals("Q4_0") ? values / 32 * 18 : values / 2 + values / 64 * 4;
     }
 
-    private GgufTensor f32(String name, int rows, int cols, double sigma, SplittableRandom rnd) {
+    private GgmlTensor f32(String name, int rows, int cols, double sigma, SplittableRandom rnd) {
         MemorySegment data = arena.allocate((long) rows * cols * Float.BYTES, 64);
         for (long i = 0; i < (long) rows * cols; i++) {
             data.setAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, i, (float) (rnd.nextGaussian() * sigma));
         }
-        return new GgufTensor(name, GgmlType.F32, new long[] {cols, rows}, 0, data);
+        return new GgmlTensor(name, GgmlType.F32, new long[] {cols, rows}, data);
     }
 
     private Weight matrix(String name, int rows, int cols, SplittableRandom rnd) {
@@ -107,7 +107,7 @@ public class MoeBench {
             MemorySegment data = randomBytes(blocks * 18, rnd);
             short scale = Float.floatToFloat16(0.002f);
             for (long b = 0; b < blocks; b++) data.set(i16, b * 18, scale);
-            return backend.weight(new GgufTensor(name, GgmlType.Q4_0, new long[] {cols, rows}, 0, data));
+            return backend.weight(new GgmlTensor(name, GgmlType.Q4_0, new long[] {cols, rows}, data));
         }
         if (!type.equals("MLX4_G64")) throw new IllegalArgumentException("type " + type + ": Q4_0 or MLX4_G64");
         AffineFormat f = new AffineFormat(4, 64);

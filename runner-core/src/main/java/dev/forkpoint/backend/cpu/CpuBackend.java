@@ -5,12 +5,14 @@ import dev.forkpoint.backend.KvStore;
 import dev.forkpoint.backend.Ops;
 import dev.forkpoint.backend.RecurrentLayout;
 import dev.forkpoint.backend.Weight;
-import dev.forkpoint.format.gguf.GgufTensor;
 import dev.forkpoint.kvcache.SequenceKv;
 import dev.forkpoint.tensor.AffineTensor;
 import dev.forkpoint.tensor.FpTensor;
+import dev.forkpoint.tensor.GgmlTensor;
 import dev.forkpoint.tensor.GgmlType;
+import dev.forkpoint.tensor.HostMatrix;
 import dev.forkpoint.tensor.Quantization;
+import dev.forkpoint.tensor.WeightSource;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -30,7 +32,16 @@ public final class CpuBackend implements Backend {
 
     public int threads() { return pool.threads(); }
 
-    public Weight weight(GgufTensor t) {
+    public Weight weight(WeightSource source) {
+        return switch (source) {
+            case GgmlTensor t -> ggml(t);
+            case AffineTensor t -> affine(t);
+            case FpTensor t -> fp(t);
+            case HostMatrix h -> host(h.name(), h.values(), h.rows(), h.cols());
+        };
+    }
+
+    private static Weight ggml(GgmlTensor t) {
         if (t.shape().length == 1) {
             return new CpuWeight(t.name(), t.type().name(), 1, t.rowLength(), null, vectorValues(t));
         }
@@ -38,17 +49,17 @@ public final class CpuBackend implements Backend {
         return new CpuWeight(t.name(), t.type().name(), m.rows(), m.cols(), m, null);
     }
 
-    public Weight weight(AffineTensor t) {
+    private static Weight affine(AffineTensor t) {
         AffineMatrix m = new AffineMatrix(t);
         return new CpuWeight(t.name(), m.typeName(), m.rows(), m.cols(), m, null);
     }
 
-    public Weight weight(FpTensor t) {
+    private static Weight fp(FpTensor t) {
         FpMatrix m = new FpMatrix(t);
         return new CpuWeight(t.name(), m.typeName(), m.rows(), m.cols(), m, null);
     }
 
-    private static float[] vectorValues(GgufTensor t) {
+    private static float[] vectorValues(GgmlTensor t) {
         float[] v = new float[t.rowLength()];
         if (t.type() == GgmlType.F32) {
             MemorySegment.copy(t.data(), ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN), 0, v, 0, v.length);
@@ -62,7 +73,7 @@ public final class CpuBackend implements Backend {
         return new CpuKvStore(sequence, recurrent);
     }
 
-    public Weight weight(String name, float[] values, int rows, int cols) {
+    private static Weight host(String name, float[] values, int rows, int cols) {
         if (values.length != (long) rows * cols) throw new IllegalArgumentException(name + ": " + values.length + " values for " + rows + "×" + cols);
         float[] copy = values.clone();
         PackedMatrix matrix = new F32Matrix(MemorySegment.ofArray(copy), rows, cols);

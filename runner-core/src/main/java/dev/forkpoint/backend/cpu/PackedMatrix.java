@@ -1,9 +1,9 @@
 package dev.forkpoint.backend.cpu;
 
 import dev.forkpoint.InvalidInputException;
-import dev.forkpoint.format.gguf.GgufTensor;
 import dev.forkpoint.tensor.AffineTensor;
 import dev.forkpoint.tensor.FpTensor;
+import dev.forkpoint.tensor.GgmlTensor;
 import dev.forkpoint.tensor.GgmlType;
 
 /**
@@ -54,11 +54,11 @@ public interface PackedMatrix {
     }
 
     /**
-     * The matrix view of a GGUF tensor: shape[0] is cols, the product of the other dimensions rows. The matrix reads
+     * The matrix view of a GGML-typed tensor: shape[0] is cols, the product of the other dimensions rows. The matrix reads
      * the tensor's mapped bytes in place. Throws {@link InvalidInputException} naming the tensor for a type the
      * kernels cannot compute with (listing the supported ones) and when the data does not fit the shape.
      */
-    static PackedMatrix of(GgufTensor t) {
+    static PackedMatrix of(GgmlTensor t) {
         int rows = t.rows(), cols = t.rowLength();
         try {
             return switch (t.type()) {

@@ -1,5 +1,6 @@
 package dev.forkpoint.format.gguf;
 
+import dev.forkpoint.tensor.GgmlTensor;
 import dev.forkpoint.tensor.GgmlType;
 
 import java.lang.foreign.MemorySegment;
@@ -18,6 +19,9 @@ public record GgufTensor(String name, GgmlType type, long[] shape, long offset, 
     }
 
     public long byteSize() { return data.byteSize(); }
+
+    /** This tensor as a backend's weight description: name, type, shape and the mapped bytes (no copy). */
+    public GgmlTensor source() { return new GgmlTensor(name, type, shape, data); }
 
     /** Elements per row ({@code shape[0]}). */
     public int rowLength() { return Math.toIntExact(shape[0]); }

@@ -2,7 +2,7 @@ package dev.forkpoint.backend.cpu;
 
 import dev.forkpoint.backend.ExpertWeights;
 import dev.forkpoint.backend.ExpertWeights.ExpertRows;
-import dev.forkpoint.format.gguf.GgufTensor;
+import dev.forkpoint.tensor.GgmlTensor;
 import dev.forkpoint.tensor.AffineCodec;
 import dev.forkpoint.tensor.AffineFormat;
 import dev.forkpoint.tensor.GgmlType;
@@ -73,7 +73,7 @@ class MoeKernelTest {
                 GgmlType t = kind == Kind.F32 ? GgmlType.F32 : GgmlType.Q8_0;
                 MemorySegment seg = Arena.ofAuto().allocate(t.bytesFor(w.length));
                 Quantization.quantize(t, w, 0, w.length, seg, 0);
-                yield PackedMatrix.of(new GgufTensor(name, t, new long[] {cols, rows}, 0, seg));
+                yield PackedMatrix.of(new GgmlTensor(name, t, new long[] {cols, rows}, seg));
             }
         };
         return new CpuWeight(name, m.typeName(), rows, cols, m, null);

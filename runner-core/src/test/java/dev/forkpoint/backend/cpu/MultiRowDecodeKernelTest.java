@@ -1,6 +1,6 @@
 package dev.forkpoint.backend.cpu;
 
-import dev.forkpoint.format.gguf.GgufTensor;
+import dev.forkpoint.tensor.GgmlTensor;
 import dev.forkpoint.tensor.GgmlType;
 import dev.forkpoint.tensor.Quantization;
 import org.junit.jupiter.api.AfterAll;
@@ -36,7 +36,7 @@ class MultiRowDecodeKernelTest {
         for (int i = 0; i < w.length; i++) w[i] = (float) (rnd.nextGaussian() * 0.5);
         MemorySegment seg = Arena.ofAuto().allocate(type.bytesFor(w.length));
         Quantization.quantize(type, w, 0, w.length, seg, 0);
-        return PackedMatrix.of(new GgufTensor("blk.0.test.weight", type, new long[] {cols, rows}, 0, seg));
+        return PackedMatrix.of(new GgmlTensor("blk.0.test.weight", type, new long[] {cols, rows}, seg));
     }
 
     @ParameterizedTest

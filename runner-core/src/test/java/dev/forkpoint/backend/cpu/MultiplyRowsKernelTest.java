@@ -1,6 +1,6 @@
 package dev.forkpoint.backend.cpu;
 
-import dev.forkpoint.format.gguf.GgufTensor;
+import dev.forkpoint.tensor.GgmlTensor;
 import dev.forkpoint.tensor.AffineCodec;
 import dev.forkpoint.tensor.AffineFormat;
 import dev.forkpoint.tensor.AffineTensor;
@@ -55,7 +55,7 @@ class MultiplyRowsKernelTest {
             float[] w = gaussian(rnd, rows * cols);
             MemorySegment seg = Arena.ofAuto().allocate(t.bytesFor(w.length));
             Quantization.quantize(t, w, 0, w.length, seg, 0);
-            cases.add(new Case(PackedMatrix.of(new GgufTensor("blk.0.ffn_up.weight", t, new long[] {cols, rows}, 0, seg)), seg.byteSize()));
+            cases.add(new Case(PackedMatrix.of(new GgmlTensor("blk.0.ffn_up.weight", t, new long[] {cols, rows}, seg)), seg.byteSize()));
         }
         for (int bits : new int[] {2, 3, 4, 5, 6, 8}) {
             for (GgmlType st : new GgmlType[] {GgmlType.BF16, GgmlType.F32}) {

@@ -1,7 +1,7 @@
 package dev.forkpoint.backend.cpu;
 
 import dev.forkpoint.InvalidInputException;
-import dev.forkpoint.format.gguf.GgufTensor;
+import dev.forkpoint.tensor.GgmlTensor;
 import dev.forkpoint.tensor.GgmlType;
 import dev.forkpoint.tensor.Quantization;
 import org.junit.jupiter.api.AfterAll;
@@ -46,7 +46,7 @@ class PackedMatrixKernelTest {
         for (int i = 0; i < w.length; i++) w[i] = (float) (rnd.nextGaussian() * 0.5);
         MemorySegment seg = Arena.ofAuto().allocate(type.bytesFor(w.length));
         Quantization.quantize(type, w, 0, w.length, seg, 0);
-        return PackedMatrix.of(new GgufTensor("blk.0.test.weight", type, new long[] {cols, rows}, 0, seg));
+        return PackedMatrix.of(new GgmlTensor("blk.0.test.weight", type, new long[] {cols, rows}, seg));
     }
 
     /** x as the kernel multiplies it: Q8_0 (per 32: d = f16(amax/127), q = rint(x·127/amax)) or Q8_K or as is. */
@@ -160,7 +160,7 @@ class PackedMatrixKernelTest {
                 0x1234, (short) 0x9876, 0x0200, 0x5a5a};
         MemorySegment seg = Arena.ofAuto().allocate(32);
         for (int i = 0; i < 16; i++) seg.set(java.lang.foreign.ValueLayout.JAVA_SHORT_UNALIGNED, 2L * i, halves[i]);
-        PackedMatrix m = PackedMatrix.of(new GgufTensor("h", GgmlType.F16, new long[] {16, 1}, 0, seg));
+        PackedMatrix m = PackedMatrix.of(new GgmlTensor("h", GgmlType.F16, new long[] {16, 1}, seg));
         float[] row = new float[16];
         m.dequantizeRow(0, row, 0);
         for (int i = 0; i < 16; i++) {
@@ -173,7 +173,7 @@ class PackedMatrixKernelTest {
     void unsupportedTypeNamesTensorAndSupportedTypes() {
         MemorySegment seg = Arena.ofAuto().allocate(GgmlType.Q5_K.bytesFor(256));
         var e = assertThrows(InvalidInputException.class,
-                () -> PackedMatrix.of(new GgufTensor("blk.3.ffn_up.weight", GgmlType.Q5_K, new long[] {256, 1}, 0, seg)));
+                () -> PackedMatrix.of(new GgmlTensor("blk.3.ffn_up.weight", GgmlType.Q5_K, new long[] {256, 1}, seg)));
         assertTrue(e.getMessage().contains("blk.3.ffn_up.weight") && e.getMessage().contains("Q5_K")
                 && e.getMessage().contains(GgmlType.supportedNames()), e.getMessage());
     }
@@ -182,11 +182,11 @@ class PackedMatrixKernelTest {
     void badShapesAndBuffersAreRejected() {
         MemorySegment seg = Arena.ofAuto().allocate(GgmlType.Q8_0.bytesFor(64));
         var partial = assertThrows(InvalidInputException.class,
-                () -> PackedMatrix.of(new GgufTensor("t.partial", GgmlType.Q8_0, new long[] {48, 1}, 0, seg)));
+                () -> PackedMatrix.of(new GgmlTensor("t.partial", GgmlType.Q8_0, new long[] {48, 1}, seg)));
         assertTrue(partial.getMessage().contains("t.partial"), partial.getMessage());
         assertThrows(InvalidInputException.class,
-                () -> PackedMatrix.of(new GgufTensor("t", GgmlType.Q8_0, new long[] {64, 2}, 0, seg)));
-        PackedMatrix m = PackedMatrix.of(new GgufTensor("t", GgmlType.Q8_0, new long[] {64, 1}, 0, seg));
+                () -> PackedMatrix.of(new GgmlTensor("t", GgmlType.Q8_0, new long[] {64, 2}, seg)));
+        PackedMatrix m = PackedMatrix.of(new GgmlTensor("t", GgmlType.Q8_0, new long[] {64, 1}, seg));
         assertThrows(IllegalArgumentException.class, () -> m.multiply(new float[63], 1, new float[1], pool1));
         assertThrows(IllegalArgumentException.class, () -> m.multiply(new float[128], 2, new float[1], pool1));
         assertThrows(IndexOutOfBoundsException.class, () -> m.dequantizeRow(1, new float[64], 0));
