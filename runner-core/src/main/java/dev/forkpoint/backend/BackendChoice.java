@@ -6,7 +6,7 @@ import java.util.Locale;
 
 /**
  * Which backend a model runs on ({@code --backend}): the CPU backend, the MLX backend (Apple Silicon), or
- * {@link #AUTO}: MLX on macOS arm64 when MLX-C loads, else the CPU. {@link Backends} turns a choice into a backend.
+ * {@link #AUTO}: MLX on macOS arm64 when MLX-C loads, else the CPU. {@link dev.forkpoint.backend.choice.Backends} turns a choice into a backend.
  */
 public enum BackendChoice {
     CPU, MLX, AUTO;

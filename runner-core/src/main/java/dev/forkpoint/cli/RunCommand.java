@@ -2,7 +2,7 @@ package dev.forkpoint.cli;
 
 import dev.forkpoint.InvalidInputException;
 import dev.forkpoint.backend.BackendChoice;
-import dev.forkpoint.backend.Backends;
+import dev.forkpoint.backend.choice.Backends;
 import dev.forkpoint.engine.EngineOptions;
 import dev.forkpoint.engine.GenerationRequest;
 import dev.forkpoint.engine.GenerationResult;

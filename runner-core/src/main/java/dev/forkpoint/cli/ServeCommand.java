@@ -1,7 +1,7 @@
 package dev.forkpoint.cli;
 
 import dev.forkpoint.backend.BackendChoice;
-import dev.forkpoint.backend.Backends;
+import dev.forkpoint.backend.choice.Backends;
 import dev.forkpoint.engine.EngineOptions;
 import dev.forkpoint.server.ForkpointServer;
 import dev.forkpoint.server.RequestGuards;

@@ -2,7 +2,7 @@ package dev.forkpoint.engine;
 
 import dev.forkpoint.backend.Activation;
 import dev.forkpoint.backend.Backend;
-import dev.forkpoint.backend.Backends;
+import dev.forkpoint.backend.choice.Backends;
 import dev.forkpoint.backend.KvStore;
 import dev.forkpoint.backend.Ops;
 import dev.forkpoint.backend.RecurrentLayout;

@@ -1,5 +1,7 @@
-package dev.forkpoint.backend;
+package dev.forkpoint.backend.choice;
 
+import dev.forkpoint.backend.Backend;
+import dev.forkpoint.backend.BackendChoice;
 import dev.forkpoint.InvalidInputException;
 import dev.forkpoint.backend.cpu.CpuBackend;
 

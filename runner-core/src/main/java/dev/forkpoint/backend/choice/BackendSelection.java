@@ -1,4 +1,6 @@
-package dev.forkpoint.backend;
+package dev.forkpoint.backend.choice;
+
+import dev.forkpoint.backend.BackendChoice;
 
 /**
  * What a {@link BackendChoice} resolved to and why, for the one log line a load writes

@@ -1,4 +1,4 @@
-package dev.forkpoint.backend;
+package dev.forkpoint.backend.choice;
 
 import java.util.Locale;
 
