@@ -14,6 +14,6 @@ record Llama3RopeScaling(double factor, double lowFreqFactor, double highFreqFac
      * {@code base^(-2i/headDim) / factors[i]}.
      */
     float[] factors(int headDim, double base) {
-        return Rope.llama3Factors(headDim, base, factor, lowFreqFactor, highFreqFactor, originalContext);
+        return dev.forkpoint.format.Llama3RopeFactors.of(headDim, base, factor, lowFreqFactor, highFreqFactor, originalContext);
     }
 }

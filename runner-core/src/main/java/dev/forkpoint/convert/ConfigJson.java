@@ -72,7 +72,7 @@ public record ConfigJson(String modelType, int hiddenSize, int layers, int heads
     /** Llama 3's {@code rope_scaling} ({@code rope_type: "llama3"}). */
     public record RopeScaling(double factor, double lowFreqFactor, double highFreqFactor, int originalContext) {
         float[] factors(int dims, double theta) {
-            return dev.forkpoint.backend.Rope.llama3Factors(dims, theta, factor, lowFreqFactor, highFreqFactor, originalContext);
+            return dev.forkpoint.format.Llama3RopeFactors.of(dims, theta, factor, lowFreqFactor, highFreqFactor, originalContext);
         }
     }
 

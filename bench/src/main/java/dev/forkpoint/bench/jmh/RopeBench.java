@@ -37,7 +37,7 @@ public class RopeBench {
         x = CpuFixtures.gaussian(backend, arena, tokens, HEADS * HEAD_DIM, 11);
         positions = new int[tokens];
         for (int i = 0; i < tokens; i++) positions[i] = 4000 + i;
-        rope = new Rope(HEAD_DIM, 500_000, false, Rope.llama3Factors(HEAD_DIM, 500_000, 32, 1, 4, 8192));
+        rope = new Rope(HEAD_DIM, 500_000, false, dev.forkpoint.format.Llama3RopeFactors.of(HEAD_DIM, 500_000, 32, 1, 4, 8192));
     }
 
     @TearDown

@@ -203,7 +203,7 @@ public record HfConfig(Path file, String modelType, int hiddenSize, int layers, 
                 if (!original.isIntegralNumber() || !original.canConvertToInt() || original.asInt() <= 0) {
                     throw new ModelFormatException(file, "rope_scaling.original_max_position_embeddings", "must be a positive integer, found " + original);
                 }
-                yield dev.forkpoint.backend.Rope.llama3Factors(ropeDims, ropeTheta, factor, low, high, original.asInt());
+                yield dev.forkpoint.format.Llama3RopeFactors.of(ropeDims, ropeTheta, factor, low, high, original.asInt());
             }
             case "linear" -> {
                 float[] f = new float[ropeDims / 2];
