@@ -1,6 +1,7 @@
 package dev.forkpoint.metal;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -64,6 +65,8 @@ class MlxLibraryLocatorTest {
                 }
             }
             case LookupResult.NotFound n -> {
+                // the macOS workflow installs MLX-C and sets FORKPOINT_REQUIRE_MLX: there, not finding it fails
+                assertFalse("1".equals(System.getenv("FORKPOINT_REQUIRE_MLX")), "FORKPOINT_REQUIRE_MLX=1 but MLX-C was not found:\n" + report);
                 assertEquals(EnumSet.allOf(LibrarySource.class), looked, report);
                 for (Path dir : MlxLibraryLocator.HOMEBREW_DIRS) {
                     assertTrue(report.contains(dir.resolve(env.libraryName()) + " (Homebrew): no such file"), report);
