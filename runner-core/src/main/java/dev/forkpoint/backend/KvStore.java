@@ -22,6 +22,13 @@ public interface KvStore {
     /** Opens a step that will write positions [length, length + n); refuses a second open step. */
     void begin(int n);
 
+    /**
+     * Checks, changing nothing, that the open step can commit (a store with recurrent state: the step wrote every
+     * linear layer); throws when it cannot. A pass over several stores checks them all before committing any, so that
+     * a refused commit rolls back every store.
+     */
+    default void prepareCommit() {}
+
     /** Makes the open step's positions committed. */
     void commit();
 

@@ -58,6 +58,7 @@ final class Generation {
     private int chunks;
     private int[] captureAt = new int[0];   // stateful models: ascending offsets to snapshot the recurrent state at
     private final List<CheckpointAt> captured = new java.util.ArrayList<>();
+    private boolean stateMatchesLength;     // start() completed: the recurrent state is the committed tokens' state
 
     private Sampler sampler;
     private final StopSequences stops;
@@ -158,16 +159,35 @@ final class Generation {
         if (model.recurrentLayout() != null) {
             // the recurrent state cannot be truncated: resume at the deepest checkpoint on the matched path (or at 0),
             // restoring a copy of it, and capture new ones at this prompt's fork points
-            match.checkpoint().ifPresent(c -> kv.restore((RecurrentSnapshot) c.checkpoint()));
             evaluatedTo = match.statefulResumeOffset();
             sequence.truncate(evaluatedTo);
-            // the ladder is bounded by the budget too: its states are held until the request ends
-            long states = model.checkpointBudgetBytes() / model.recurrentLayout().bytesPerSequence();
-            int ladder = (int) Math.max(1, Math.min(LADDER_CHECKPOINTS, states / 2));
-            captureAt = match.checkpointOffsets(plan.boundaries(), ladderFloor(plan.boundaries()), ladder);
+            match.checkpoint().ifPresent(c -> kv.restore((RecurrentSnapshot) c.checkpoint()));
+            captureAt = captureOffsets(match, plan.boundaries(), model.checkpointBudgetBytes() / model.recurrentLayout().bytesPerSequence());
         }
         reused = evaluatedTo;
+        stateMatchesLength = true;   // from here on the store's state is the state after its committed tokens
     }
+
+    /**
+     * The offsets to capture the state at: the fork point, then the deepest of the message boundaries, the ladder
+     * (at most {@value #LADDER_CHECKPOINTS} rungs) and the prompt's end, {@value #MAX_CAPTURES} in all — a request holds
+     * its snapshots until it ends — and none beyond what the budget can hold ({@code states}); none when it holds none.
+     */
+    static int[] captureOffsets(CacheMatch match, int[] boundaries, long states) {
+        if (states < 1) return new int[0];
+        int ladder = (int) Math.max(1, Math.min(LADDER_CHECKPOINTS, states / 2));
+        int[] all = match.checkpointOffsets(boundaries, ladderFloor(boundaries), ladder);
+        int keep = (int) Math.min(MAX_CAPTURES, states);
+        if (all.length <= keep) return all;
+        java.util.TreeSet<Integer> chosen = new java.util.TreeSet<>();
+        int fork = match.matchedTokens();
+        if (Arrays.binarySearch(all, fork) >= 0) chosen.add(fork);
+        for (int i = all.length - 1; i >= 0 && chosen.size() < keep; i--) chosen.add(all[i]);
+        return chosen.stream().mapToInt(Integer::intValue).toArray();
+    }
+
+    /** The most states one request captures while it runs (plus one at its end). */
+    static final int MAX_CAPTURES = 16;
 
     /** Checkpoints of the ladder before a prompt's end (N−1, N−2, …, N−2^(k−1)). */
     static final int LADDER_CHECKPOINTS = 12;
@@ -307,11 +327,13 @@ final class Generation {
             if (committed > 0) {
                 // stateful models: the state at the end of what was committed (a reply's end) is a fork point too;
                 // attention-only models capture nothing (their KV alone resumes anywhere)
-                if (model.recurrentLayout() != null && !sequence.inStep()
+                if (model.recurrentLayout() != null && stateMatchesLength && captureAt.length > 0 && !sequence.inStep()
                         && (captured.isEmpty() || captured.getLast().offset() < committed)) {
                     captured.add(new CheckpointAt(committed, kv.snapshot()));
                 }
-                model.cache().insert(namespace, Arrays.copyOf(history, committed), sequence, captured);
+                model.cache().insert(namespace, Arrays.copyOf(history, committed), sequence,
+                        stateMatchesLength ? captured : List.of());
+                captured.clear();
             }
         } catch (RuntimeException | Error e) {
             if (failure == null) throw e;

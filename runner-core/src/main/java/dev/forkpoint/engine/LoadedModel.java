@@ -55,6 +55,8 @@ public final class LoadedModel implements AutoCloseable {
     private final String modelId;
     private final RecurrentLayout recurrent;   // null for attention-only models
     private final long checkpointBudget;
+    private final long heapReserved;   // what this model's recurrent states may take of the heap (released on close)
+    private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
     private Ops ops;
 
     private LoadedModel(ModelFiles file, Backend backend, int threads, Architecture architecture, Tokenizer tokenizer,
@@ -72,10 +74,10 @@ public final class LoadedModel implements AutoCloseable {
                 : options.checkpointBytes() > 0 ? options.checkpointBytes()
                 : Math.min((long) EngineOptions.DEFAULT_CHECKPOINTS * options.sequences() * recurrent.bytesPerSequence(),
                            Math.max(recurrent.bytesPerSequence(), Runtime.getRuntime().maxMemory() / 4));   // held on the heap
-        if (recurrent != null) requireHeapFor(recurrent, options.sequences(), checkpointBudget);
         this.cache = new RadixCache(pool, checkpointBudget);   // attention-only architectures store no checkpoints
         this.modelId = modelId;
         this.ops = backend.ops();
+        this.heapReserved = recurrent == null ? 0 : reserveHeapFor(recurrent, options.sequences(), checkpointBudget);   // last: nothing can fail after it
     }
 
     /** Loads a model (GGUF file or model folder) with {@code threads} threads and the default {@link EngineOptions} (backend auto). */
@@ -125,19 +127,32 @@ public final class LoadedModel implements AutoCloseable {
     }
 
     /**
-     * Refuses, at load, a hybrid model whose recurrent states cannot fit the heap: each running sequence holds its state
-     * twice (committed and the open step's), and the checkpoints are held there too.
+     * Refuses, at load, a hybrid model whose recurrent states cannot fit the heap next to those of the hybrid models
+     * already loaded in this process: each running sequence holds its state twice (committed and the open step's)
+     * and up to {@link Generation#MAX_CAPTURES} + 1 snapshots until it ends, and the checkpoints are held there too.
+     * Returns the bytes reserved, which {@link #close()} releases.
      */
-    private static void requireHeapFor(RecurrentLayout recurrent, int sequences, long checkpointBudget) {
-        long live = 2L * sequences * recurrent.bytesPerSequence();
-        long heap = Runtime.getRuntime().maxMemory();
-        if (live + checkpointBudget > heap / 4 * 3) {
-            throw new dev.forkpoint.InvalidInputException("the recurrent state of " + sequences + " sequences (" + live
-                    + " bytes, " + recurrent.bytesPerSequence() + " per sequence, twice) and checkpoint_bytes " + checkpointBudget
-                    + " do not fit three quarters of the Java heap (" + heap + " bytes); lower --parallel or --checkpoint-bytes,"
-                    + " or give the JVM more heap (-Xmx)");
+    private static long reserveHeapFor(RecurrentLayout recurrent, int sequences, long checkpointBudget) {
+        long live = (2L + Generation.MAX_CAPTURES + 1) * sequences * recurrent.bytesPerSequence();
+        long need = live + checkpointBudget;
+        long heap = Runtime.getRuntime().maxMemory(), allowed = heap / 4 * 3;
+        synchronized (HEAP_RESERVED) {
+            long others = HEAP_RESERVED.get();
+            if (others + need > allowed) {
+                throw new dev.forkpoint.InvalidInputException("the recurrent state of " + sequences + " sequences (" + live
+                        + " bytes: " + recurrent.bytesPerSequence() + " per state, each running sequence holding its own twice and up to "
+                        + (Generation.MAX_CAPTURES + 1) + " snapshots) and checkpoint_bytes " + checkpointBudget
+                        + " do not fit three quarters of the Java heap (" + heap + " bytes"
+                        + (others > 0 ? ", of which other loaded hybrid models hold " + others : "")
+                        + "); lower --parallel or --checkpoint-bytes, load fewer models at once, or give the JVM more heap (-Xmx)");
+            }
+            HEAP_RESERVED.addAndGet(need);
         }
+        return need;
     }
+
+    /** Heap bytes reserved by the hybrid models loaded in this process. */
+    private static final java.util.concurrent.atomic.AtomicLong HEAP_RESERVED = new java.util.concurrent.atomic.AtomicLong();
 
     /** The model's identity for the cache namespace: its files' real paths, sizes and modification times (no hashing at load). */
     private static String modelId(List<Path> files) throws IOException {
@@ -365,6 +380,7 @@ public final class LoadedModel implements AutoCloseable {
                 }
                 logits = o.logits(o.rows(hidden, last), architecture.output());
             }
+            for (KvStore kv : kvs) kv.prepareCommit();   // all can commit, or none does
             for (KvStore kv : kvs) kv.commit();
             return logits;
         } catch (RuntimeException | Error e) {
@@ -398,8 +414,13 @@ public final class LoadedModel implements AutoCloseable {
 
     @Override
     public void close() {
-        pool.close();
-        backend.close();
-        file.close();
+        if (!closed.compareAndSet(false, true)) return;
+        try {
+            pool.close();
+            backend.close();
+            file.close();
+        } finally {
+            if (heapReserved > 0) HEAP_RESERVED.addAndGet(-heapReserved);
+        }
     }
 }

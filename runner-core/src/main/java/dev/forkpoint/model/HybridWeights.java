@@ -164,9 +164,14 @@ record HybridWeights(Weight tokenEmbedding, Layer[] layers, Weight outputNorm, W
         return new DeltaNet(qkv, z, b, a, qkvz, ba, qkvCols, zCols, bCols, aCols, outCols, conv, aLogW, dtBias, norm, out);
     }
 
-    /** llama.cpp's GGUF files of Qwen3.5 (not Qwen3-Next) with more value than key heads store the value heads tiled. */
+    /**
+     * llama.cpp's GGUF files of Qwen3.5 (not Qwen3-Next) with more value than key heads store the value heads tiled;
+     * a file whose {@code ssm.v_head_reordered} is false keeps them grouped.
+     */
     private static boolean tiledValueHeads(ModelTensors f, ModelConfig c) {
-        return f instanceof GgufTensors && !c.architecture().equals("qwen3next") && c.linear().valueHeads() != c.linear().keyHeads();
+        if (!(f instanceof GgufTensors g) || c.architecture().equals("qwen3next") || c.linear().valueHeads() == c.linear().keyHeads()) return false;
+        // Ollama's converter says so in ssm.v_head_reordered; llama.cpp's always reorders and writes no key
+        return g.file().getBool(c.architecture() + ".ssm.v_head_reordered", true);
     }
 
     private static Attention attention(Loader l, String p, ModelConfig c, boolean shift) {

@@ -97,6 +97,7 @@ public record ModelConfig(String architecture, int dim, int layers, int heads, i
                 throw new ModelFormatException(f.path(), "metadata " + p + "ssm.inner_size", inner + " over " + hv + " value heads (ssm.time_step_rank) of "
                         + hk + " key heads (ssm.group_count) does not divide");
             }
+            requireBothKinds(kinds, f.path(), "metadata " + (f.has(recurrentKey) ? recurrentKey : p + "full_attention_interval"));
             linear = new LinearAttention(hk, hv, dk, inner / hv, positive(f, p + "ssm.conv_kernel", f.getInt(p + "ssm.conv_kernel", 4)), kinds);
         }
         Experts experts = null;
@@ -106,8 +107,10 @@ public record ModelConfig(String architecture, int dim, int layers, int heads, i
             if (used > count) throw new ModelFormatException(f.path(), "metadata " + p + "expert_used_count", used + " exceeds expert_count " + count);
             boolean[] all = new boolean[layers];
             java.util.Arrays.fill(all, true);
+            int shared = f.getInt(p + "expert_shared_feed_forward_length", 0);
+            if (shared < 0) throw new ModelFormatException(f.path(), "metadata " + p + "expert_shared_feed_forward_length", "must be >= 0, found " + shared);
             experts = new Experts(count, used, positive(f, p + "expert_feed_forward_length", f.getInt(p + "expert_feed_forward_length")),
-                    f.getInt(p + "expert_shared_feed_forward_length", 0), true, all);
+                    shared, true, all);
         }
         return new ModelConfig(arch, dim, layers, heads, kvHeads, headDim, ffn, vocab, ctx, eps,
                 new Rope(ropeDims, base, neoxRope, factors), linear, experts, hybrid);
@@ -136,6 +139,16 @@ public record ModelConfig(String architecture, int dim, int layers, int heads, i
                 hybrid && f.bool("attn_output_gate", true));
     }
 
+    /** A hybrid needs at least one linear and one attention layer (its state and its KV pool are sized by them). */
+    private static void requireBothKinds(boolean[] linear, java.nio.file.Path file, String field) {
+        int n = 0;
+        for (boolean b : linear) if (b) n++;
+        if (n == 0 || n == linear.length) {
+            throw new ModelFormatException(file, field, "gives " + (n == 0 ? "no linear-attention" : "no full-attention")
+                    + " layer among " + linear.length + "; a hybrid model has both");
+        }
+    }
+
     /** The architectures (GGUF names) whose layers mix Gated DeltaNet and gated attention. */
     static final java.util.Set<String> HYBRIDS = java.util.Set.of("qwen35", "qwen35moe", "qwen3next");
 
@@ -159,6 +172,7 @@ public record ModelConfig(String architecture, int dim, int layers, int heads, i
             int interval = f.positive("full_attention_interval", 4);
             for (int i = 0; i < layers; i++) linear[i] = (i + 1) % interval != 0;
         }
+        requireBothKinds(linear, f.file(), f.prefix() + (types.isPresent() ? "layer_types" : "full_attention_interval"));
         try {
             return new LinearAttention(f.positive("linear_num_key_heads", null), f.positive("linear_num_value_heads", null),
                     f.positive("linear_key_head_dim", null), f.positive("linear_value_head_dim", null),

@@ -190,6 +190,19 @@ class Qwen35GgufTest {
             double worst = maxDiff(lastLogits(gguf.get(m), prompt), lastLogits(wrong, prompt));
             assertTrue(worst > 0.1, m + ": grouped value heads change the logits by only " + worst);
         }
+        // the same file saying ssm.v_head_reordered = false (as Ollama's converter writes the key) is read grouped
+        String arch = m.equals("moe") ? "qwen35moe" : "qwen35";
+        Path declared = dir.resolve(m + "-grouped-declared.gguf");
+        try (var f = dev.forkpoint.format.gguf.GgufFile.open(grouped)) {
+            var w = new dev.forkpoint.format.gguf.GgufWriter().putAll(f.metadata());
+            w.put(arch + ".ssm.v_head_reordered", dev.forkpoint.format.gguf.MetadataValue.ofBool(false));
+            for (var t : f.tensors()) w.add(new dev.forkpoint.format.gguf.GgufWriter.TensorData(t.name(), t.type(), t.shape(), t.data()));
+            w.write(declared);
+        }
+        try (LoadedModel right = LoadedModel.load(declared, 2, LoadProgress.NONE)) {
+            double worst = maxDiff(lastLogits(gguf.get(m), prompt), lastLogits(right, prompt));
+            assertTrue(worst <= 3e-5, m + ": a file declaring grouped value heads differs by " + worst);
+        }
     }
 
     @ParameterizedTest

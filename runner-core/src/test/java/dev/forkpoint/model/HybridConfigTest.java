@@ -82,6 +82,16 @@ class HybridConfigTest {
         assertTrue(e.getMessage().contains("text_config.linear_key_head_dim") && e.getMessage().contains("missing"), e.getMessage());
         e = assertThrows(ModelFormatException.class, () -> read("moe", r -> text(r).put("num_experts_per_tok", 9)));
         assertTrue(e.getMessage().contains("num_experts_per_tok"), e.getMessage());
+        e = assertThrows(ModelFormatException.class, () -> read("dense", r -> {
+            ArrayNode kinds = (ArrayNode) text(r).get("layer_types");
+            for (int i = 0; i < kinds.size(); i++) kinds.set(i, "full_attention");
+        }));
+        assertTrue(e.getMessage().contains("text_config.layer_types") && e.getMessage().contains("no linear-attention layer"), e.getMessage());
+        e = assertThrows(ModelFormatException.class, () -> read("dense", r -> {
+            text(r).remove("layer_types");
+            text(r).put("full_attention_interval", 1);
+        }));
+        assertTrue(e.getMessage().contains("full_attention_interval"), e.getMessage());
         e = assertThrows(ModelFormatException.class, () -> read("dense", r -> ((ObjectNode) text(r).get("rope_parameters")).put("partial_rotary_factor", 0.01)));
         assertTrue(e.getMessage().contains("partial_rotary_factor"), e.getMessage());
     }

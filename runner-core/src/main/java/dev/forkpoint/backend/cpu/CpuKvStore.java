@@ -35,6 +35,10 @@ final class CpuKvStore implements KvStore {
         if (recurrent != null) recurrent.begin();
     }
 
+    public void prepareCommit() {
+        if (recurrent != null) recurrent.checkCommit();
+    }
+
     public void commit() {
         if (recurrent != null) recurrent.checkCommit();   // before anything changes
         sequence.commit();

@@ -17,7 +17,7 @@ final class CpuRecurrentState {
     private final RecurrentLayout layout;
     private final float[][] conv, state;
     private final float[][] pendingConv, pendingState;
-    private final boolean[] written;
+    private final boolean[] written, convWritten, stateWritten;
     private int writtenLayers;
     private boolean open;
 
@@ -29,6 +29,8 @@ final class CpuRecurrentState {
         pendingConv = new float[n][];
         pendingState = new float[n][];
         written = new boolean[n];
+        convWritten = new boolean[n];
+        stateWritten = new boolean[n];
         for (int l = 0; l < n; l++) {
             conv[l] = new float[layout.convFloats()];
             state[l] = new float[Math.toIntExact(layout.stateFloats())];
@@ -47,6 +49,7 @@ final class CpuRecurrentState {
     float[] pendingConv(int layer) {
         requireOpen(layer);
         markWritten(layer);
+        convWritten[layer] = true;
         if (pendingConv[layer] == null) pendingConv[layer] = new float[conv[layer].length];
         return pendingConv[layer];
     }
@@ -55,6 +58,7 @@ final class CpuRecurrentState {
     float[] pendingState(int layer) {
         requireOpen(layer);
         markWritten(layer);
+        stateWritten[layer] = true;
         if (pendingState[layer] == null) pendingState[layer] = new float[state[layer].length];
         return pendingState[layer];
     }
@@ -75,12 +79,18 @@ final class CpuRecurrentState {
         checkCommit();
         for (int l = 0; l < written.length; l++) {
             if (!written[l]) continue;
-            float[] c = conv[l];
-            conv[l] = pendingConv[l] != null ? pendingConv[l] : c;
-            pendingConv[l] = c;
-            float[] s = state[l];
-            state[l] = pendingState[l] != null ? pendingState[l] : s;
-            pendingState[l] = s;
+            // swap in only what the step wrote (the other part of the layer is unchanged): a pending array not written
+            // this step holds an older state
+            if (convWritten[l]) {
+                float[] c = conv[l];
+                conv[l] = pendingConv[l];
+                pendingConv[l] = c;
+            }
+            if (stateWritten[l]) {
+                float[] s = state[l];
+                state[l] = pendingState[l];
+                pendingState[l] = s;
+            }
         }
         close();
     }
@@ -89,6 +99,8 @@ final class CpuRecurrentState {
 
     private void close() {
         java.util.Arrays.fill(written, false);
+        java.util.Arrays.fill(convWritten, false);
+        java.util.Arrays.fill(stateWritten, false);
         writtenLayers = 0;
         open = false;
     }
