@@ -12,7 +12,8 @@ import java.util.stream.Collectors;
 /**
  * The MLX-C the {@code @Tag("mlx")} tests run on, looked for once per JVM as Forkpoint does
  * ({@code FORKPOINT_MLXC_LIB}, Homebrew, Ollama, the system loader). Not found: the tests are skipped, and one line
- * says where it looked. Found but unusable (does not open, lacks a function): the tests fail.
+ * says where it looked; but when {@code FORKPOINT_MLXC_LIB} is set, MLX tests were asked for, and a miss fails them.
+ * Found but unusable (does not open, lacks a function): the tests fail.
  */
 final class MlxTestLibrary {
 
@@ -25,7 +26,10 @@ final class MlxTestLibrary {
         String skip = null;
         RuntimeException broken = null;
         LookupResult lookup = MlxLibraryLocator.locate(Optional.empty());
-        if (lookup instanceof LookupResult.NotFound notFound) {
+        if (lookup instanceof LookupResult.NotFound notFound && System.getenv("FORKPOINT_MLXC_LIB") != null) {
+            broken = new IllegalStateException("FORKPOINT_MLXC_LIB is set but names no MLX-C: "
+                    + String.join("\n", notFound.report()));
+        } else if (lookup instanceof LookupResult.NotFound notFound) {
             skip = "MLX tests skipped: no " + notFound.libraryName() + " (set FORKPOINT_MLXC_LIB); looked at "
                     + notFound.misses().stream().map(LookupMiss::toString).collect(Collectors.joining("; "));
             System.err.println(skip);
@@ -33,7 +37,7 @@ final class MlxTestLibrary {
             try {
                 mlx = Mlx.load(lookup);
             } catch (RuntimeException e) {
-                broken = e;
+                broken = new IllegalStateException("MLX-C was found but cannot be used: " + e.getMessage(), e);
             }
         }
         MLX = mlx;
@@ -47,7 +51,7 @@ final class MlxTestLibrary {
     static Mlx require() {
         assumeTrue(SKIP == null, SKIP);
         if (BROKEN != null) {
-            fail("MLX-C was found but cannot be used: " + BROKEN.getMessage(), BROKEN);
+            fail(BROKEN.getMessage(), BROKEN);
         }
         return MLX;
     }
