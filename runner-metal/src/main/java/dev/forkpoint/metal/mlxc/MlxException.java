@@ -23,7 +23,7 @@ public final class MlxException extends RuntimeException {
         return function;
     }
 
-    /** What it returned; for functions that return a handle, -1 when the handle came back empty. */
+    /** What it returned; -1 for functions that return a handle, pointer or value and no code. */
     public int returnCode() {
         return returnCode;
     }

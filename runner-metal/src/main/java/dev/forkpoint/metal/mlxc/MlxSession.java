@@ -101,10 +101,15 @@ public final class MlxSession implements AutoCloseable {
             }
             MemorySegment vector = c.mlx_vector_array_new_data(call, handles, arrays.length);
             checkHandle("mlx_vector_array_new_data", vector);
-            try {
-                check("mlx_eval", c.mlx_eval(vector));
-            } finally {
-                check("mlx_vector_array_free", c.mlx_vector_array_free(vector));
+            int rc = c.mlx_eval(vector);
+            String message = MlxErrorHandler.take();
+            int freed = c.mlx_vector_array_free(vector);
+            String freeMessage = MlxErrorHandler.take();
+            if (rc != 0) {
+                throw new MlxException("mlx_eval", rc, message);
+            }
+            if (freed != 0) {
+                throw new MlxException("mlx_vector_array_free", freed, freeMessage);
             }
         }
     }
@@ -124,13 +129,13 @@ public final class MlxSession implements AutoCloseable {
         eval(array);
         MemorySegment h = own(array).handle();
         int dtype = c.mlx_array_dtype(h);
-        Mlx.check("mlx_array_dtype", 0);
+        checkValue("mlx_array_dtype");
         if (dtype != MlxC.MLX_FLOAT32) {
             throw new IllegalArgumentException("not a float32 array (mlx_dtype " + dtype + ")");
         }
         int[] shape = shape(array);
         long size = c.mlx_array_size(h);
-        Mlx.check("mlx_array_size", 0);
+        checkValue("mlx_array_size");
         MemorySegment strides = c.mlx_array_strides(h);
         checkPointer("mlx_array_strides", strides, shape.length);
         strides = strides.reinterpret(8L * shape.length);
@@ -162,7 +167,7 @@ public final class MlxSession implements AutoCloseable {
         ensureOwner();
         MemorySegment h = own(array).handle();
         long ndim = c.mlx_array_ndim(h);
-        Mlx.check("mlx_array_ndim", 0);
+        checkValue("mlx_array_ndim");
         if (ndim == 0) {
             return new int[0];
         }
@@ -246,6 +251,14 @@ public final class MlxSession implements AutoCloseable {
             throw new IllegalArgumentException("an array of another MLX session");
         }
         return array;
+    }
+
+    /** After an MLX-C call that returns a value and no code: a message from MLX is its failure. */
+    private static void checkValue(String function) {
+        String message = MlxErrorHandler.take();
+        if (message != null) {
+            throw new MlxException(function, -1, message);
+        }
     }
 
     private static void checkPointer(String function, MemorySegment pointer, int elements) {
