@@ -12,6 +12,9 @@ import java.lang.invoke.MethodType;
  * function, and then returns non-zero (or an empty handle); {@link Mlx} takes the recorded message after each call
  * and puts it in the {@link MlxException}. MLX-C's default handler prints and calls {@code exit(-1)}, so this one is
  * installed before any other MLX-C call. The upcall never throws (an exception unwinding into C would end the JVM).
+ * A message MLX gives on a thread of its own (its CPU scheduler's) is recorded there, not for the caller; such
+ * evaluation errors MLX 0.31 does not report to the caller at all (issue 14), which is why Forkpoint checks the data
+ * it hands MLX itself.
  */
 final class MlxErrorHandler {
 
