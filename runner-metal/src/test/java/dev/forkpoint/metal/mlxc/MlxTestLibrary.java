@@ -12,7 +12,8 @@ import java.util.stream.Collectors;
 /**
  * The MLX-C the {@code @Tag("mlx")} tests run on, looked for once per JVM as Forkpoint does
  * ({@code FORKPOINT_MLXC_LIB}, Homebrew, Ollama, the system loader). Not found: the tests are skipped, and one line
- * says where it looked; but when {@code FORKPOINT_MLXC_LIB} is set, MLX tests were asked for, and a miss fails them.
+ * says where it looked; but when {@code FORKPOINT_MLXC_LIB} is set or {@code FORKPOINT_REQUIRE_MLX=1} (the macOS
+ * workflow), MLX tests were asked for, and a miss fails them.
  * Found but unusable (does not open, lacks a function): the tests fail.
  */
 final class MlxTestLibrary {
@@ -28,6 +29,10 @@ final class MlxTestLibrary {
         LookupResult lookup = MlxLibraryLocator.locate(Optional.empty());
         if (lookup instanceof LookupResult.NotFound notFound && System.getenv("FORKPOINT_MLXC_LIB") != null) {
             broken = new IllegalStateException("FORKPOINT_MLXC_LIB is set but names no MLX-C: "
+                    + String.join("\n", notFound.report()));
+        } else if (lookup instanceof LookupResult.NotFound notFound
+                && "1".equals(System.getenv("FORKPOINT_REQUIRE_MLX"))) {
+            broken = new IllegalStateException("FORKPOINT_REQUIRE_MLX=1 but MLX-C was not found: "
                     + String.join("\n", notFound.report()));
         } else if (lookup instanceof LookupResult.NotFound notFound) {
             skip = "MLX tests skipped: no " + notFound.libraryName() + " (set FORKPOINT_MLXC_LIB); looked at "
