@@ -1,0 +1,449 @@
+package dev.forkpoint.metal.mlxc;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.AddressLayout;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SegmentAllocator;
+import java.lang.foreign.StructLayout;
+import java.lang.foreign.SymbolLookup;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * The raw FFM bindings to MLX-C (0.6, MLX 0.31.2), hand-written in jextract's shape: C type layouts, one
+ * {@code FunctionDescriptor} per bound function ({@code NAME$DESC}, in {@link #FUNCTIONS}), one downcall
+ * {@code MethodHandle} per function, and a method per function under its C name taking and returning exactly what
+ * the C function does (handles are one-pointer structs passed and returned by value as {@code MemorySegment}s of
+ * their layout; a struct return takes a {@code SegmentAllocator} first, as jextract's do). Nothing here checks a
+ * return code or an error: that is {@link Mlx}'s job.
+ *
+ * <p>Unlike jextract's output the handles are fields of one instance, not static: where MLX-C lives is known only
+ * at run time ({@code MlxLibraryLocator}), and every symbol is looked up when the library is bound, so that a library
+ * lacking one fails at load with its name, never at the first call. The declarations are those in
+ * {@code native/mlxc-functions.txt}; {@code MlxCDescriptorTest} checks each descriptor against them. 64-bit
+ * platforms only ({@code size_t} is {@code long}).
+ */
+public final class MlxC {
+
+    // C types
+    public static final ValueLayout.OfInt C_INT = JAVA_INT;
+    public static final ValueLayout.OfLong C_SIZE_T = JAVA_LONG;
+    public static final AddressLayout C_POINTER = ADDRESS;
+
+    // handles: typedef struct mlx_X_ { void* ctx; } mlx_X;
+    public static final StructLayout mlx_array = handle("mlx_array_");
+    public static final StructLayout mlx_stream = handle("mlx_stream_");
+    public static final StructLayout mlx_device = handle("mlx_device_");
+    public static final StructLayout mlx_string = handle("mlx_string_");
+    public static final StructLayout mlx_vector_array = handle("mlx_vector_array_");
+
+    // enum mlx_dtype_ (array.h), enum mlx_device_type_ (device.h)
+    public static final int MLX_FLOAT32 = 10;
+    public static final int MLX_CPU = 0;
+    public static final int MLX_GPU = 1;
+
+    // typedef void (*mlx_error_handler_func)(const char* msg, void* data);
+    public static final FunctionDescriptor mlx_error_handler_func$DESC = FunctionDescriptor.ofVoid(C_POINTER, C_POINTER);
+
+    public static final FunctionDescriptor mlx_set_error_handler$DESC =
+            FunctionDescriptor.ofVoid(C_POINTER, C_POINTER, C_POINTER);
+    public static final FunctionDescriptor mlx_version$DESC = FunctionDescriptor.of(C_INT, C_POINTER);
+    public static final FunctionDescriptor mlx_string_new$DESC = FunctionDescriptor.of(mlx_string);
+    public static final FunctionDescriptor mlx_string_data$DESC = FunctionDescriptor.of(C_POINTER, mlx_string);
+    public static final FunctionDescriptor mlx_string_free$DESC = FunctionDescriptor.of(C_INT, mlx_string);
+    public static final FunctionDescriptor mlx_device_new$DESC = FunctionDescriptor.of(mlx_device);
+    public static final FunctionDescriptor mlx_get_default_device$DESC = FunctionDescriptor.of(C_INT, C_POINTER);
+    public static final FunctionDescriptor mlx_device_free$DESC = FunctionDescriptor.of(C_INT, mlx_device);
+    public static final FunctionDescriptor mlx_stream_new$DESC = FunctionDescriptor.of(mlx_stream);
+    public static final FunctionDescriptor mlx_get_default_stream$DESC =
+            FunctionDescriptor.of(C_INT, C_POINTER, mlx_device);
+    public static final FunctionDescriptor mlx_stream_free$DESC = FunctionDescriptor.of(C_INT, mlx_stream);
+    public static final FunctionDescriptor mlx_synchronize$DESC = FunctionDescriptor.of(C_INT, mlx_stream);
+    public static final FunctionDescriptor mlx_array_new$DESC = FunctionDescriptor.of(mlx_array);
+    public static final FunctionDescriptor mlx_array_new_data$DESC =
+            FunctionDescriptor.of(mlx_array, C_POINTER, C_POINTER, C_INT, C_INT);
+    public static final FunctionDescriptor mlx_array_free$DESC = FunctionDescriptor.of(C_INT, mlx_array);
+    public static final FunctionDescriptor mlx_array_ndim$DESC = FunctionDescriptor.of(C_SIZE_T, mlx_array);
+    public static final FunctionDescriptor mlx_array_shape$DESC = FunctionDescriptor.of(C_POINTER, mlx_array);
+    public static final FunctionDescriptor mlx_array_strides$DESC = FunctionDescriptor.of(C_POINTER, mlx_array);
+    public static final FunctionDescriptor mlx_array_size$DESC = FunctionDescriptor.of(C_SIZE_T, mlx_array);
+    public static final FunctionDescriptor mlx_array_dtype$DESC = FunctionDescriptor.of(C_INT, mlx_array);
+    public static final FunctionDescriptor mlx_array_data_float32$DESC = FunctionDescriptor.of(C_POINTER, mlx_array);
+    public static final FunctionDescriptor mlx_vector_array_new_data$DESC =
+            FunctionDescriptor.of(mlx_vector_array, C_POINTER, C_SIZE_T);
+    public static final FunctionDescriptor mlx_vector_array_free$DESC = FunctionDescriptor.of(C_INT, mlx_vector_array);
+    public static final FunctionDescriptor mlx_eval$DESC = FunctionDescriptor.of(C_INT, mlx_vector_array);
+    public static final FunctionDescriptor mlx_matmul$DESC =
+            FunctionDescriptor.of(C_INT, C_POINTER, mlx_array, mlx_array, mlx_stream);
+    public static final FunctionDescriptor mlx_add$DESC =
+            FunctionDescriptor.of(C_INT, C_POINTER, mlx_array, mlx_array, mlx_stream);
+    public static final FunctionDescriptor mlx_get_active_memory$DESC = FunctionDescriptor.of(C_INT, C_POINTER);
+
+    /** Every function bound here, by C name, in binding order (the error handler first). */
+    public static final Map<String, FunctionDescriptor> FUNCTIONS = functions();
+
+    private final String where;
+    private final MethodHandle mlx_set_error_handler$MH;
+    private final MethodHandle mlx_version$MH;
+    private final MethodHandle mlx_string_new$MH;
+    private final MethodHandle mlx_string_data$MH;
+    private final MethodHandle mlx_string_free$MH;
+    private final MethodHandle mlx_device_new$MH;
+    private final MethodHandle mlx_get_default_device$MH;
+    private final MethodHandle mlx_device_free$MH;
+    private final MethodHandle mlx_stream_new$MH;
+    private final MethodHandle mlx_get_default_stream$MH;
+    private final MethodHandle mlx_stream_free$MH;
+    private final MethodHandle mlx_synchronize$MH;
+    private final MethodHandle mlx_array_new$MH;
+    private final MethodHandle mlx_array_new_data$MH;
+    private final MethodHandle mlx_array_free$MH;
+    private final MethodHandle mlx_array_ndim$MH;
+    private final MethodHandle mlx_array_shape$MH;
+    private final MethodHandle mlx_array_strides$MH;
+    private final MethodHandle mlx_array_size$MH;
+    private final MethodHandle mlx_array_dtype$MH;
+    private final MethodHandle mlx_array_data_float32$MH;
+    private final MethodHandle mlx_vector_array_new_data$MH;
+    private final MethodHandle mlx_vector_array_free$MH;
+    private final MethodHandle mlx_eval$MH;
+    private final MethodHandle mlx_matmul$MH;
+    private final MethodHandle mlx_add$MH;
+    private final MethodHandle mlx_get_active_memory$MH;
+
+    private MlxC(String where, Map<String, MethodHandle> h) {
+        this.where = where;
+        mlx_set_error_handler$MH = h.get("mlx_set_error_handler");
+        mlx_version$MH = h.get("mlx_version");
+        mlx_string_new$MH = h.get("mlx_string_new");
+        mlx_string_data$MH = h.get("mlx_string_data");
+        mlx_string_free$MH = h.get("mlx_string_free");
+        mlx_device_new$MH = h.get("mlx_device_new");
+        mlx_get_default_device$MH = h.get("mlx_get_default_device");
+        mlx_device_free$MH = h.get("mlx_device_free");
+        mlx_stream_new$MH = h.get("mlx_stream_new");
+        mlx_get_default_stream$MH = h.get("mlx_get_default_stream");
+        mlx_stream_free$MH = h.get("mlx_stream_free");
+        mlx_synchronize$MH = h.get("mlx_synchronize");
+        mlx_array_new$MH = h.get("mlx_array_new");
+        mlx_array_new_data$MH = h.get("mlx_array_new_data");
+        mlx_array_free$MH = h.get("mlx_array_free");
+        mlx_array_ndim$MH = h.get("mlx_array_ndim");
+        mlx_array_shape$MH = h.get("mlx_array_shape");
+        mlx_array_strides$MH = h.get("mlx_array_strides");
+        mlx_array_size$MH = h.get("mlx_array_size");
+        mlx_array_dtype$MH = h.get("mlx_array_dtype");
+        mlx_array_data_float32$MH = h.get("mlx_array_data_float32");
+        mlx_vector_array_new_data$MH = h.get("mlx_vector_array_new_data");
+        mlx_vector_array_free$MH = h.get("mlx_vector_array_free");
+        mlx_eval$MH = h.get("mlx_eval");
+        mlx_matmul$MH = h.get("mlx_matmul");
+        mlx_add$MH = h.get("mlx_add");
+        mlx_get_active_memory$MH = h.get("mlx_get_active_memory");
+    }
+
+    /**
+     * Binds every function in {@link #FUNCTIONS} from {@code lookup}; {@code where} names the library in messages.
+     *
+     * @throws MlxUnavailableException naming every function the library lacks
+     */
+    public static MlxC bind(SymbolLookup lookup, String where) {
+        Linker linker = Linker.nativeLinker();
+        Map<String, MethodHandle> handles = new LinkedHashMap<>();
+        List<String> missing = new ArrayList<>();
+        FUNCTIONS.forEach((name, descriptor) -> {
+            Optional<MemorySegment> symbol = lookup.find(name);
+            if (symbol.isEmpty()) {
+                missing.add(name);
+            } else {
+                handles.put(name, linker.downcallHandle(symbol.get(), descriptor));
+            }
+        });
+        if (!missing.isEmpty()) {
+            throw new MlxUnavailableException(MlxUnavailableException.Reason.MISSING_SYMBOLS,
+                    List.of("MLX-C at " + where + " lacks " + String.join(", ", missing)));
+        }
+        return new MlxC(where, handles);
+    }
+
+    /** The library these handles were bound from, as given to {@link #bind}. */
+    public String where() {
+        return where;
+    }
+
+    public void mlx_set_error_handler(MemorySegment handler, MemorySegment data, MemorySegment dtor) {
+        try {
+            mlx_set_error_handler$MH.invokeExact(handler, data, dtor);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_version(MemorySegment str) {
+        try {
+            return (int) mlx_version$MH.invokeExact(str);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public MemorySegment mlx_string_new(SegmentAllocator allocator) {
+        try {
+            return (MemorySegment) mlx_string_new$MH.invokeExact(allocator);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public MemorySegment mlx_string_data(MemorySegment str) {
+        try {
+            return (MemorySegment) mlx_string_data$MH.invokeExact(str);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_string_free(MemorySegment str) {
+        try {
+            return (int) mlx_string_free$MH.invokeExact(str);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public MemorySegment mlx_device_new(SegmentAllocator allocator) {
+        try {
+            return (MemorySegment) mlx_device_new$MH.invokeExact(allocator);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_get_default_device(MemorySegment dev) {
+        try {
+            return (int) mlx_get_default_device$MH.invokeExact(dev);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_device_free(MemorySegment dev) {
+        try {
+            return (int) mlx_device_free$MH.invokeExact(dev);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public MemorySegment mlx_stream_new(SegmentAllocator allocator) {
+        try {
+            return (MemorySegment) mlx_stream_new$MH.invokeExact(allocator);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_get_default_stream(MemorySegment stream, MemorySegment dev) {
+        try {
+            return (int) mlx_get_default_stream$MH.invokeExact(stream, dev);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_stream_free(MemorySegment stream) {
+        try {
+            return (int) mlx_stream_free$MH.invokeExact(stream);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_synchronize(MemorySegment stream) {
+        try {
+            return (int) mlx_synchronize$MH.invokeExact(stream);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public MemorySegment mlx_array_new(SegmentAllocator allocator) {
+        try {
+            return (MemorySegment) mlx_array_new$MH.invokeExact(allocator);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public MemorySegment mlx_array_new_data(SegmentAllocator allocator, MemorySegment data, MemorySegment shape,
+                                            int dim, int dtype) {
+        try {
+            return (MemorySegment) mlx_array_new_data$MH.invokeExact(allocator, data, shape, dim, dtype);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_array_free(MemorySegment arr) {
+        try {
+            return (int) mlx_array_free$MH.invokeExact(arr);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public long mlx_array_ndim(MemorySegment arr) {
+        try {
+            return (long) mlx_array_ndim$MH.invokeExact(arr);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public MemorySegment mlx_array_shape(MemorySegment arr) {
+        try {
+            return (MemorySegment) mlx_array_shape$MH.invokeExact(arr);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public MemorySegment mlx_array_strides(MemorySegment arr) {
+        try {
+            return (MemorySegment) mlx_array_strides$MH.invokeExact(arr);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public long mlx_array_size(MemorySegment arr) {
+        try {
+            return (long) mlx_array_size$MH.invokeExact(arr);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_array_dtype(MemorySegment arr) {
+        try {
+            return (int) mlx_array_dtype$MH.invokeExact(arr);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public MemorySegment mlx_array_data_float32(MemorySegment arr) {
+        try {
+            return (MemorySegment) mlx_array_data_float32$MH.invokeExact(arr);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public MemorySegment mlx_vector_array_new_data(SegmentAllocator allocator, MemorySegment data, long size) {
+        try {
+            return (MemorySegment) mlx_vector_array_new_data$MH.invokeExact(allocator, data, size);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_vector_array_free(MemorySegment vec) {
+        try {
+            return (int) mlx_vector_array_free$MH.invokeExact(vec);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_eval(MemorySegment outputs) {
+        try {
+            return (int) mlx_eval$MH.invokeExact(outputs);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_matmul(MemorySegment res, MemorySegment a, MemorySegment b, MemorySegment s) {
+        try {
+            return (int) mlx_matmul$MH.invokeExact(res, a, b, s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_add(MemorySegment res, MemorySegment a, MemorySegment b, MemorySegment s) {
+        try {
+            return (int) mlx_add$MH.invokeExact(res, a, b, s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_get_active_memory(MemorySegment res) {
+        try {
+            return (int) mlx_get_active_memory$MH.invokeExact(res);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    private static StructLayout handle(String name) {
+        return MemoryLayout.structLayout(C_POINTER.withName("ctx")).withName(name);
+    }
+
+    private static Map<String, FunctionDescriptor> functions() {
+        Map<String, FunctionDescriptor> f = new LinkedHashMap<>();
+        f.put("mlx_set_error_handler", mlx_set_error_handler$DESC);
+        f.put("mlx_version", mlx_version$DESC);
+        f.put("mlx_string_new", mlx_string_new$DESC);
+        f.put("mlx_string_data", mlx_string_data$DESC);
+        f.put("mlx_string_free", mlx_string_free$DESC);
+        f.put("mlx_device_new", mlx_device_new$DESC);
+        f.put("mlx_get_default_device", mlx_get_default_device$DESC);
+        f.put("mlx_device_free", mlx_device_free$DESC);
+        f.put("mlx_stream_new", mlx_stream_new$DESC);
+        f.put("mlx_get_default_stream", mlx_get_default_stream$DESC);
+        f.put("mlx_stream_free", mlx_stream_free$DESC);
+        f.put("mlx_synchronize", mlx_synchronize$DESC);
+        f.put("mlx_array_new", mlx_array_new$DESC);
+        f.put("mlx_array_new_data", mlx_array_new_data$DESC);
+        f.put("mlx_array_free", mlx_array_free$DESC);
+        f.put("mlx_array_ndim", mlx_array_ndim$DESC);
+        f.put("mlx_array_shape", mlx_array_shape$DESC);
+        f.put("mlx_array_strides", mlx_array_strides$DESC);
+        f.put("mlx_array_size", mlx_array_size$DESC);
+        f.put("mlx_array_dtype", mlx_array_dtype$DESC);
+        f.put("mlx_array_data_float32", mlx_array_data_float32$DESC);
+        f.put("mlx_vector_array_new_data", mlx_vector_array_new_data$DESC);
+        f.put("mlx_vector_array_free", mlx_vector_array_free$DESC);
+        f.put("mlx_eval", mlx_eval$DESC);
+        f.put("mlx_matmul", mlx_matmul$DESC);
+        f.put("mlx_add", mlx_add$DESC);
+        f.put("mlx_get_active_memory", mlx_get_active_memory$DESC);
+        return Collections.unmodifiableMap(f);
+    }
+
+    /** A downcall's Throwable: unchecked ones as they are (the handles declare none checked). */
+    private static RuntimeException rethrow(Throwable t) {
+        if (t instanceof RuntimeException r) {
+            throw r;
+        }
+        if (t instanceof Error e) {
+            throw e;
+        }
+        throw new AssertionError("a downcall threw a checked exception", t);
+    }
+}
