@@ -83,7 +83,7 @@ final class RunCommand implements Callable<Integer> {
     Integer numBatch;
 
     @Option(names = "--kv-cache-bytes", paramLabel = "BYTES",
-            description = "KV cache budget in bytes; 0 = room for two sequences of the default num_ctx (committed only as used).")
+            description = "KV cache budget in bytes; 0 = room for two sequences of num_ctx (committed only as used).")
     long kvCacheBytes = 0;
 
     @Option(names = "--checkpoint-bytes", paramLabel = "BYTES",
@@ -93,7 +93,7 @@ final class RunCommand implements Callable<Integer> {
     @Option(names = "--kv-type", paramLabel = "f32|f16", description = "Element type of cached keys and values.")
     String kvType = "f32";
 
-    @Option(names = "--num-ctx", paramLabel = "N", description = "Context window in tokens; 0 = the model's.")
+    @Option(names = "--num-ctx", paramLabel = "N", description = "Context window in tokens; 0 = Ollama's 4096, or the model's trained context when smaller.")
     int numCtx = 0;
 
     @Override
@@ -108,7 +108,7 @@ final class RunCommand implements Callable<Integer> {
         Backends.select(choice);   // refuses --backend mlx here before reading the prompt
         String text = prompt.equals("-") ? new String(env.in().readAllBytes(), StandardCharsets.UTF_8) : prompt;
 
-        EngineOptions engine = new EngineOptions(kvCacheBytes, EngineOptions.parseKvType(kvType), 2, checkpointBytes, choice);
+        EngineOptions engine = new EngineOptions(kvCacheBytes, EngineOptions.parseKvType(kvType), 2, checkpointBytes, choice, numCtx);
         try (LoadedModel loaded = model.load(env, threads, main.debug(), engine)) {
             var out = env.out();
             var last = new StringBuilder(1);

@@ -2,8 +2,13 @@ package dev.forkpoint.cli;
 
 import dev.forkpoint.backend.BackendChoice;
 import dev.forkpoint.backend.choice.Backends;
+import dev.forkpoint.InvalidInputException;
 import dev.forkpoint.engine.EngineOptions;
+import dev.forkpoint.engine.LoadedModel;
+import dev.forkpoint.kvcache.KvElementType;
 import dev.forkpoint.server.ForkpointServer;
+import dev.forkpoint.server.GoDuration;
+import dev.forkpoint.server.OllamaEnvironment;
 import dev.forkpoint.server.RequestGuards;
 import dev.forkpoint.server.ServerApi;
 import dev.forkpoint.server.ServerConfig;
@@ -12,8 +17,10 @@ import dev.forkpoint.server.ollama.OllamaApi;
 import dev.forkpoint.server.openai.OpenAiApi;
 import dev.forkpoint.server.runner.RunnerApi;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParentCommand;
+import picocli.CommandLine.Spec;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -24,11 +31,14 @@ import java.util.concurrent.Callable;
 /**
  * {@code forkpoint serve}: the HTTP server (Ollama, OpenAI and Anthropic APIs, the Ollama runner protocol, /metrics)
  * until interrupted.
- * Loopback by default; prints the address it listens on. One request log line per request on stderr.
+ * Loopback by default; prints the address it listens on. One request log line per request on stderr. Ollama's server
+ * variables are honoured ({@link OllamaEnvironment}); a flag given wins over its variable.
  */
 @Command(name = "serve", mixinStandardHelpOptions = true, showDefaultValues = true, sortOptions = false,
         description = "Serve models over HTTP (Ollama, OpenAI and Anthropic APIs, Ollama runner protocol, Prometheus /metrics).")
 final class ServeCommand implements Callable<Integer> {
+    static final int DEFAULT_PARALLEL = 4, DEFAULT_QUEUE_LIMIT = 512;
+
     @ParentCommand
     Main main;
 
@@ -38,17 +48,30 @@ final class ServeCommand implements Callable<Integer> {
                     + " store's models, loaded on first use (the built-in demo model when the store is empty).")
     List<String> models = new ArrayList<>();
 
-    @Option(names = "--host", paramLabel = "ADDR", description = "Address to listen on (use 0.0.0.0 to accept remote clients).")
+    @Spec
+    CommandSpec spec;
+
+    @Option(names = "--host", paramLabel = "ADDR", description = "Address to listen on (use 0.0.0.0 to accept remote clients); default: $OLLAMA_HOST's, else this.")
     String host = ServerConfig.DEFAULT_HOST;
 
-    @Option(names = "--port", paramLabel = "N", description = "Port; 0 = any free port.")
+    @Option(names = "--port", paramLabel = "N", description = "Port; 0 = any free port; default: $OLLAMA_HOST's, else this.")
     int port = ServerConfig.DEFAULT_PORT;
 
-    @Option(names = "--parallel", paramLabel = "N", description = "Requests evaluated together per model.")
-    int parallel = 4;
+    @Option(names = "--num-ctx", paramLabel = "N",
+            description = "Default context window in tokens of every API (Ollama's options.num_ctx 0 or absent; OpenAI and Anthropic"
+                    + " requests), clamped to each model's trained context; the derived KV budget holds --parallel + 1 sequences of it."
+                    + " 0 = $OLLAMA_CONTEXT_LENGTH, else Ollama's " + LoadedModel.OLLAMA_DEFAULT_NUM_CTX + ".")
+    int numCtx = 0;
 
-    @Option(names = "--queue-limit", paramLabel = "N", description = "Requests waiting per model beyond the running ones; more get 503 with Retry-After.")
-    int queueLimit = 512;
+    @Option(names = "--parallel", paramLabel = "N", description = "Requests evaluated together per model; default: $OLLAMA_NUM_PARALLEL, else this.")
+    int parallel = DEFAULT_PARALLEL;
+
+    @Option(names = "--queue-limit", paramLabel = "N", description = "Requests waiting per model beyond the running ones; more get 503 with Retry-After; default: $OLLAMA_MAX_QUEUE, else this.")
+    int queueLimit = DEFAULT_QUEUE_LIMIT;
+
+    @Option(names = "--max-loaded-models", paramLabel = "N",
+            description = "Store models loaded at once (the idle one used least recently is unloaded to load another); 0 = $OLLAMA_MAX_LOADED_MODELS, else no limit.")
+    int maxLoadedModels = 0;
 
     @Option(names = "--api-key", paramLabel = "KEY", description = "Require this key (Authorization: Bearer KEY or x-api-key: KEY).")
     String apiKey;
@@ -68,11 +91,12 @@ final class ServeCommand implements Callable<Integer> {
             description = "Budget per model for recurrent-state checkpoints of hybrid models (Qwen3.5); 0 = " + EngineOptions.DEFAULT_CHECKPOINTS + " states per sequence.")
     long checkpointBytes = 0;
 
-    @Option(names = "--kv-type", paramLabel = "f32|f16", description = "Element type of cached keys and values.")
+    @Option(names = "--kv-type", paramLabel = "f32|f16", description = "Element type of cached keys and values; default: $OLLAMA_KV_CACHE_TYPE, else this.")
     String kvType = "f32";
 
-    @Option(names = "--keep-alive", paramLabel = "SECONDS", description = "Seconds a store model stays loaded after its last request; negative = forever.")
-    long keepAliveSeconds = ServerConfig.DEFAULT_KEEP_ALIVE.toSeconds();
+    @Option(names = "--keep-alive", paramLabel = "DURATION",
+            description = "How long a store model stays loaded after its last request: seconds or a duration (5m, 1h30m); negative = forever; default: $OLLAMA_KEEP_ALIVE, else this.")
+    String keepAlive = "5m";
 
     @Option(names = "--max-body-bytes", paramLabel = "BYTES", description = "Largest request body accepted.")
     long maxBodyBytes = ServerConfig.DEFAULT_MAX_BODY_BYTES;
@@ -101,12 +125,7 @@ final class ServeCommand implements Callable<Integer> {
     public Integer call() throws InterruptedException {
         CliEnvironment env = main.environment();
         CliLogging.enableInfo("dev.forkpoint.server");
-        BackendChoice choice = BackendChoice.parse(backend);
-        Backends.select(choice);   // refuses --backend mlx before listening, not at each model's load
-        ServerConfig config = new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads,
-                new EngineOptions(kvCacheBytes, EngineOptions.parseKvType(kvType), Math.max(2, parallel + 1), checkpointBytes, choice), Duration.ofSeconds(keepAliveSeconds),
-                maxBodyBytes, env.env(), new RequestGuards(Duration.ofSeconds(bodyTimeoutSeconds), bodiesPerClient, allowedHosts, origins)
-                        .withOriginsFrom(env.env().get("OLLAMA_ORIGINS")));
+        ServerConfig config = config(env);
         if (models.isEmpty()) env.err().println("note: no --model given; serving the models of the local Ollama store (loaded on first use)");
         ForkpointServer server = ForkpointServer.start(config, apis());
         CountDownLatch stopped = new CountDownLatch(1);
@@ -118,5 +137,40 @@ final class ServeCommand implements Callable<Integer> {
         env.out().flush();
         stopped.await();
         return ExitCodes.OK;
+    }
+
+    /**
+     * The server's configuration from the flags and Ollama's variables in {@code env} ({@link OllamaEnvironment}): a flag
+     * given on the command line wins over its variable, a variable over the flag's default. Names the unsupported
+     * OLLAMA_* variables that are set, once, on stderr; refuses bad values naming the flag or variable.
+     */
+    ServerConfig config(CliEnvironment env) {
+        OllamaEnvironment ollama = OllamaEnvironment.from(env.env());
+        String note = ollama.unsupportedNote();
+        if (note != null) env.err().println(note);
+        BackendChoice choice = BackendChoice.parse(backend);
+        Backends.select(choice);   // refuses --backend mlx before listening, not at each model's load
+        String h = given("--host") || ollama.host() == null ? host : ollama.host().host();
+        int p = given("--port") || ollama.host() == null ? port : ollama.host().port();
+        int ctx = given("--num-ctx") || ollama.contextLength() == null ? numCtx : ollama.contextLength();
+        int par = given("--parallel") || ollama.numParallel() == null || ollama.numParallel() == 0 ? parallel : ollama.numParallel();
+        int queue = given("--queue-limit") || ollama.maxQueue() == null ? queueLimit : ollama.maxQueue();
+        int maxLoaded = given("--max-loaded-models") || ollama.maxLoadedModels() == null ? maxLoadedModels : ollama.maxLoadedModels();
+        KvElementType kv = given("--kv-type") || ollama.kvCacheType() == null ? EngineOptions.parseKvType(kvType) : ollama.kvCacheType();
+        Duration keep = given("--keep-alive") || ollama.keepAlive() == null
+                ? GoDuration.parse(keepAlive).orElseThrow(() -> new InvalidInputException(
+                        "--keep-alive must be seconds or a duration such as 5m or 1h30m (negative = forever), got '" + keepAlive + "'"))
+                : ollama.keepAlive();
+        if (ctx < 0) throw new InvalidInputException("--num-ctx must be >= 0 (0 = $OLLAMA_CONTEXT_LENGTH, else Ollama's default), got " + ctx);
+        if (maxLoaded < 0) throw new InvalidInputException("--max-loaded-models must be >= 0 (0 = no limit), got " + maxLoaded);
+        EngineOptions engine = new EngineOptions(kvCacheBytes, kv, Math.max(2, par + 1), checkpointBytes, choice, ctx);
+        return new ServerConfig(h, p, models, par, queue, apiKey, threads, engine, keep, maxBodyBytes, env.env(),
+                new RequestGuards(Duration.ofSeconds(bodyTimeoutSeconds), bodiesPerClient, allowedHosts, origins)
+                        .withOriginsFrom(ollama.origins()), maxLoaded);
+    }
+
+    /** Whether the option was given on the command line (not just its default). */
+    private boolean given(String option) {
+        return spec.commandLine().getParseResult().hasMatchedOption(option);
     }
 }

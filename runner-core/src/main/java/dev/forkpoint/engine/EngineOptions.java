@@ -19,8 +19,13 @@ import java.util.Locale;
  * @param checkpointBytes the byte budget of recurrent-state checkpoints (hybrid models; {@code --checkpoint-bytes});
  *                     0 = {@value #DEFAULT_CHECKPOINTS} checkpoints of the model's recurrent state per sequence
  * @param backend      the backend ({@code --backend}); null = {@link BackendChoice#AUTO}
+ * @param numCtx       the default context window in tokens ({@code --num-ctx}, {@code OLLAMA_CONTEXT_LENGTH}): what a
+ *                     request with num_ctx 0 gets and what the derived KV budget is sized for; 0 = Ollama's
+ *                     {@value LoadedModel#OLLAMA_DEFAULT_NUM_CTX}. Either way at most the model's trained context
+ *                     ({@link LoadedModel#defaultNumCtx()}).
  */
-public record EngineOptions(long kvCacheBytes, KvElementType kvType, int sequences, long checkpointBytes, BackendChoice backend) {
+public record EngineOptions(long kvCacheBytes, KvElementType kvType, int sequences, long checkpointBytes, BackendChoice backend,
+                            int numCtx) {
     /** Checkpoints the derived budget holds per sequence: a prompt's ladder and boundaries, and a reply's end. */
     public static final int DEFAULT_CHECKPOINTS = 24;
 
@@ -30,6 +35,11 @@ public record EngineOptions(long kvCacheBytes, KvElementType kvType, int sequenc
         if (sequences < 1) throw new InvalidInputException("the derived KV budget must hold at least 1 sequence, got " + sequences);
         if (checkpointBytes < 0) throw new InvalidInputException("checkpoint_bytes must be >= 0 (0 = derived from the model's recurrent state), got " + checkpointBytes);
         if (backend == null) backend = BackendChoice.AUTO;
+        if (numCtx < 0) throw new InvalidInputException("num_ctx must be >= 0 (0 = Ollama's default " + LoadedModel.OLLAMA_DEFAULT_NUM_CTX + "), got " + numCtx);
+    }
+
+    public EngineOptions(long kvCacheBytes, KvElementType kvType, int sequences, long checkpointBytes, BackendChoice backend) {
+        this(kvCacheBytes, kvType, sequences, checkpointBytes, backend, 0);
     }
 
     public EngineOptions(long kvCacheBytes, KvElementType kvType, int sequences, long checkpointBytes) {
@@ -45,7 +55,7 @@ public record EngineOptions(long kvCacheBytes, KvElementType kvType, int sequenc
     }
 
     public EngineOptions withCheckpointBytes(long bytes) {
-        return new EngineOptions(kvCacheBytes, kvType, sequences, bytes, backend);
+        return new EngineOptions(kvCacheBytes, kvType, sequences, bytes, backend, numCtx);
     }
 
     public static EngineOptions defaults() {
@@ -53,19 +63,24 @@ public record EngineOptions(long kvCacheBytes, KvElementType kvType, int sequenc
     }
 
     public EngineOptions withKvCacheBytes(long bytes) {
-        return new EngineOptions(bytes, kvType, sequences, checkpointBytes, backend);
+        return new EngineOptions(bytes, kvType, sequences, checkpointBytes, backend, numCtx);
     }
 
     public EngineOptions withSequences(int n) {
-        return new EngineOptions(kvCacheBytes, kvType, n, checkpointBytes, backend);
+        return new EngineOptions(kvCacheBytes, kvType, n, checkpointBytes, backend, numCtx);
     }
 
     public EngineOptions withKvType(KvElementType type) {
-        return new EngineOptions(kvCacheBytes, type, sequences, checkpointBytes, backend);
+        return new EngineOptions(kvCacheBytes, type, sequences, checkpointBytes, backend, numCtx);
     }
 
     public EngineOptions withBackend(BackendChoice choice) {
-        return new EngineOptions(kvCacheBytes, kvType, sequences, checkpointBytes, choice);
+        return new EngineOptions(kvCacheBytes, kvType, sequences, checkpointBytes, choice, numCtx);
+    }
+
+    /** These options with the default context {@code n} (0 = Ollama's default). */
+    public EngineOptions withNumCtx(int n) {
+        return new EngineOptions(kvCacheBytes, kvType, sequences, checkpointBytes, backend, n);
     }
 
     /** "f32" or "f16" (any case) as an element type; anything else is refused naming kv_type. */

@@ -114,10 +114,10 @@ public final class LoadedModel implements AutoCloseable {
         }
     }
 
-    /** The KV pool: kv_cache_bytes, or (when 0) room for defaultNumCtx positions of options.sequences() sequences. */
+    /** The KV pool: kv_cache_bytes, or (when 0) room for the default num_ctx's positions of options.sequences() sequences. */
     private static PagePool newPool(ModelConfig c, EngineOptions options) {
         KvLayout layout = KvLayout.of(c.kvLayers(), c.kvDim(), options.kvType());
-        long budget = options.kvCacheBytes() == 0 ? layout.budgetFor(defaultNumCtx(c), options.sequences()) : options.kvCacheBytes();
+        long budget = options.kvCacheBytes() == 0 ? layout.budgetFor(defaultNumCtx(c, options), options.sequences()) : options.kvCacheBytes();
         if (budget < layout.pageBytes()) {
             throw new dev.forkpoint.InvalidInputException("kv_cache_bytes " + budget + " is smaller than one KV page of this model ("
                     + layout.pageBytes() + " bytes = " + layout.pageTokens() + " positions × " + c.kvLayers() + " attention layers × K,V × "
@@ -193,13 +193,26 @@ public final class LoadedModel implements AutoCloseable {
                 backend.name());
     }
 
-    /** The num_ctx a request with num_ctx 0 gets: Ollama's 4096, or the model's trained context when smaller. */
+    /**
+     * The num_ctx a request with num_ctx 0 gets: {@link EngineOptions#numCtx()} (Ollama's 4096 when 0), clamped to the
+     * model's trained context ({@link #numCtxClamped()} tells whether it was).
+     */
     public int defaultNumCtx() {
-        return defaultNumCtx(architecture.config());
+        return defaultNumCtx(architecture.config(), options);
     }
 
-    private static int defaultNumCtx(ModelConfig c) {
-        return Math.min(OLLAMA_DEFAULT_NUM_CTX, c.contextLength());
+    /** The default num_ctx asked for: {@link EngineOptions#numCtx()}, or Ollama's 4096 when that is 0. */
+    public int requestedNumCtx() {
+        return options.numCtx() > 0 ? options.numCtx() : OLLAMA_DEFAULT_NUM_CTX;
+    }
+
+    /** Whether an explicitly asked default num_ctx ({@link EngineOptions#numCtx()}) exceeds the trained context. */
+    public boolean numCtxClamped() {
+        return options.numCtx() > architecture.config().contextLength();
+    }
+
+    private static int defaultNumCtx(ModelConfig c, EngineOptions options) {
+        return Math.min(options.numCtx() > 0 ? options.numCtx() : OLLAMA_DEFAULT_NUM_CTX, c.contextLength());
     }
 
     public EngineOptions options() { return options; }
@@ -244,9 +257,16 @@ public final class LoadedModel implements AutoCloseable {
         long pages = (positions + (long) layout.pageTokens() - 1) / layout.pageTokens() + 1;   // + 1: copy-on-write of a shared page
         if (pages > pool.totalPages()) {
             throw new dev.forkpoint.InvalidInputException(what + " need up to " + positions + " KV positions = " + pages * layout.pageBytes()
-                    + " bytes (" + pages + " pages of " + layout.pageBytes() + " bytes, one for copy-on-write), but kv_cache_bytes is "
-                    + pool.budgetBytes() + " (" + pool.totalPages() + " pages); raise kv_cache_bytes or ask for fewer tokens");
+                    + " bytes (" + pages + " pages of " + layout.pageBytes() + " bytes, one for copy-on-write), but the KV budget is "
+                    + pool.budgetBytes() + " bytes (" + pool.totalPages() + " pages; " + budgetOrigin()
+                    + "); lower num_ctx or num_predict, or raise the default num_ctx (--num-ctx) or kv_cache_bytes (--kv-cache-bytes)");
         }
+    }
+
+    /** Where the pool's budget came from, for messages. */
+    private String budgetOrigin() {
+        return options.kvCacheBytes() > 0 ? "kv_cache_bytes " + options.kvCacheBytes()
+                : "derived: " + options.sequences() + " sequences × the default num_ctx " + defaultNumCtx() + " × " + pool.layout().positionBytes() + " bytes per position";
     }
 
     /**

@@ -9,5 +9,11 @@ public final class QueueFullException extends RuntimeException {
         this.retryAfterSeconds = retryAfterSeconds;
     }
 
+    /** A refusal for another reason the server is busy (e.g. every loaded model in use), with its own message. */
+    public QueueFullException(String message, int retryAfterSeconds) {
+        super(message);
+        this.retryAfterSeconds = retryAfterSeconds;
+    }
+
     public int retryAfterSeconds() { return retryAfterSeconds; }
 }

@@ -49,6 +49,7 @@ public final class ModelRegistry implements AutoCloseable {
     private final Map<String, Entry> entries = new ConcurrentHashMap<>();   // by canonical name
     private final Map<String, String> aliases = new LinkedHashMap<>();      // pinned: lower-case alias → canonical
     private final ScheduledExecutorService reaper;
+    private final ReentrantLock loading = new ReentrantLock();   // with max_loaded_models: making room and loading
 
     private static final class Entry {
         final String name;
@@ -58,6 +59,7 @@ public final class ModelRegistry implements AutoCloseable {
         ServedModel served;
         int users;
         long expiresAt = Long.MAX_VALUE;   // nanoTime
+        long lastUsed;                     // nanoTime of the last release
 
         Entry(String name, Path path, String digest) {
             this.name = name;
@@ -132,7 +134,7 @@ public final class ModelRegistry implements AutoCloseable {
         e.lock.lock();
         long loadNanos = 0;
         try {
-            if (e.served == null) loadNanos = load(e);
+            if (e.served == null) loadNanos = loadWithin(e);
             e.users++;
         } finally {
             e.lock.unlock();
@@ -268,6 +270,45 @@ public final class ModelRegistry implements AutoCloseable {
         return new ModelNotFoundException("model '" + name + "' not found" + (names.isEmpty() ? "" : "; available: " + String.join(", ", names)));
     }
 
+    /**
+     * Loads e (lock held) in store mode: with max_loaded_models, first unloads the idle models used least recently
+     * until one more fits; when every loaded model is in use, refuses (503) naming the limit.
+     */
+    private long loadWithin(Entry e) {
+        int max = config.maxLoadedModels();
+        if (pinned || max == 0) return load(e);
+        loading.lock();
+        try {
+            while (true) {
+                List<Entry> loaded = new ArrayList<>();
+                for (Entry o : entries.values()) if (o != e && o.served != null) loaded.add(o);
+                if (loaded.size() < max) return load(e);
+                loaded.sort(java.util.Comparator.comparingLong(o -> o.lastUsed));
+                boolean freed = false;
+                for (Entry victim : loaded) {
+                    if (!victim.lock.tryLock()) continue;
+                    try {
+                        if (victim.served != null && victim.users == 0) {
+                            LOG.log(System.Logger.Level.INFO, "unloading " + victim.name + " to load " + e.name + " (max_loaded_models " + max + ")");
+                            unload(victim);
+                            freed = true;
+                        }
+                    } finally {
+                        victim.lock.unlock();
+                    }
+                    if (freed) break;
+                }
+                if (!freed) {
+                    throw new dev.forkpoint.engine.QueueFullException("server busy: " + loaded.size() + " models are loaded and in use,"
+                            + " the most max_loaded_models (--max-loaded-models / OLLAMA_MAX_LOADED_MODELS) allows; " + e.name
+                            + " cannot be loaded until one is idle; retry after 1 s", 1);
+                }
+            }
+        } finally {
+            loading.unlock();
+        }
+    }
+
     /** Loads e (lock held); returns the nanoseconds it took. */
     private long load(Entry e) {
         long t0 = System.nanoTime();
@@ -287,6 +328,11 @@ public final class ModelRegistry implements AutoCloseable {
         long nanos = System.nanoTime() - t0;
         e.served = new ServedModel(e.name, e.path, e.digest, model, scheduler, metrics, nanos);
         LOG.log(System.Logger.Level.INFO, String.format(Locale.ROOT, "loaded %s (%s) in %.0f ms", e.name, e.path, nanos / 1e6));
+        if (model.numCtxClamped()) {
+            LOG.log(System.Logger.Level.WARNING, "num_ctx " + model.requestedNumCtx() + " (--num-ctx / OLLAMA_CONTEXT_LENGTH) is more than "
+                    + e.name + "'s trained context of " + model.config().contextLength() + " tokens; its default num_ctx is "
+                    + model.defaultNumCtx());
+        }
         return nanos;
     }
 
@@ -294,6 +340,7 @@ public final class ModelRegistry implements AutoCloseable {
         e.lock.lock();
         try {
             e.users--;
+            e.lastUsed = System.nanoTime();
             if (pinned) return;
             e.expiresAt = keep.isNegative() ? Long.MAX_VALUE : System.nanoTime() + keep.toNanos();
             if (e.users == 0 && keep.isZero()) unload(e);

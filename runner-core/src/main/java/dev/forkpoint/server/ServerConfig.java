@@ -26,10 +26,13 @@ import java.util.Map;
  * @param maxBodyBytes  largest request body accepted (larger → 413)
  * @param env           environment variables (OLLAMA_MODELS, HOME, XDG_CACHE_HOME) used to find the store and the cache
  * @param guards        body timeouts, bodies per client, the Host and Origin allow-lists ({@link RequestGuards})
+ * @param maxLoadedModels store models loaded at once ({@code --max-loaded-models}, {@code OLLAMA_MAX_LOADED_MODELS}): to
+ *                      load one more, the idle model used least recently is unloaded first (none idle → 503); with
+ *                      {@code --model}, at most this many may be given; 0 = no limit
  */
 public record ServerConfig(String host, int port, List<String> models, int parallel, int queueLimit, String apiKey,
                            int threads, EngineOptions engine, Duration keepAlive, long maxBodyBytes,
-                           Map<String, String> env, RequestGuards guards) {
+                           Map<String, String> env, RequestGuards guards, int maxLoadedModels) {
     public static final String DEFAULT_HOST = "127.0.0.1";
     public static final int DEFAULT_PORT = 11434;
     public static final Duration DEFAULT_KEEP_ALIVE = Duration.ofMinutes(5);
@@ -48,6 +51,18 @@ public record ServerConfig(String host, int port, List<String> models, int paral
         if (maxBodyBytes < 1) throw new InvalidInputException("max body bytes must be at least 1, got " + maxBodyBytes);
         env = env == null ? Map.of() : Map.copyOf(env);
         if (guards == null) guards = RequestGuards.defaults();
+        if (maxLoadedModels < 0) throw new InvalidInputException("max loaded models must be >= 0 (0 = no limit), got " + maxLoadedModels);
+        if (maxLoadedModels > 0 && models.size() > maxLoadedModels) {
+            throw new InvalidInputException(models.size() + " models are given with --model, but at most " + maxLoadedModels
+                    + " may be loaded (--max-loaded-models / OLLAMA_MAX_LOADED_MODELS)");
+        }
+    }
+
+    /** A configuration with no limit on loaded models. */
+    public ServerConfig(String host, int port, List<String> models, int parallel, int queueLimit, String apiKey,
+                        int threads, EngineOptions engine, Duration keepAlive, long maxBodyBytes, Map<String, String> env,
+                        RequestGuards guards) {
+        this(host, port, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env, guards, 0);
     }
 
     /** A configuration with the default {@link RequestGuards}. */
@@ -63,29 +78,31 @@ public record ServerConfig(String host, int port, List<String> models, int paral
                 DEFAULT_MAX_BODY_BYTES, System.getenv());
     }
 
-    public ServerConfig withPort(int p) { return new ServerConfig(host, p, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env, guards); }
+    public ServerConfig withPort(int p) { return new ServerConfig(host, p, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env, guards, maxLoadedModels); }
 
-    public ServerConfig withHost(String h) { return new ServerConfig(h, port, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env, guards); }
+    public ServerConfig withHost(String h) { return new ServerConfig(h, port, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env, guards, maxLoadedModels); }
 
-    public ServerConfig withModels(List<String> m) { return new ServerConfig(host, port, m, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env, guards); }
+    public ServerConfig withModels(List<String> m) { return new ServerConfig(host, port, m, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env, guards, maxLoadedModels); }
 
     public ServerConfig withModel(Path file) { return withModels(List.of(file.toString())); }
 
-    public ServerConfig withParallel(int n) { return new ServerConfig(host, port, models, n, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env, guards); }
+    public ServerConfig withParallel(int n) { return new ServerConfig(host, port, models, n, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env, guards, maxLoadedModels); }
 
-    public ServerConfig withQueueLimit(int n) { return new ServerConfig(host, port, models, parallel, n, apiKey, threads, engine, keepAlive, maxBodyBytes, env, guards); }
+    public ServerConfig withQueueLimit(int n) { return new ServerConfig(host, port, models, parallel, n, apiKey, threads, engine, keepAlive, maxBodyBytes, env, guards, maxLoadedModels); }
 
-    public ServerConfig withApiKey(String key) { return new ServerConfig(host, port, models, parallel, queueLimit, key, threads, engine, keepAlive, maxBodyBytes, env, guards); }
+    public ServerConfig withApiKey(String key) { return new ServerConfig(host, port, models, parallel, queueLimit, key, threads, engine, keepAlive, maxBodyBytes, env, guards, maxLoadedModels); }
 
-    public ServerConfig withThreads(int n) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, n, engine, keepAlive, maxBodyBytes, env, guards); }
+    public ServerConfig withThreads(int n) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, n, engine, keepAlive, maxBodyBytes, env, guards, maxLoadedModels); }
 
-    public ServerConfig withEngine(EngineOptions e) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, e, keepAlive, maxBodyBytes, env, guards); }
+    public ServerConfig withEngine(EngineOptions e) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, e, keepAlive, maxBodyBytes, env, guards, maxLoadedModels); }
 
-    public ServerConfig withKeepAlive(Duration d) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, engine, d, maxBodyBytes, env, guards); }
+    public ServerConfig withKeepAlive(Duration d) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, engine, d, maxBodyBytes, env, guards, maxLoadedModels); }
 
-    public ServerConfig withMaxBodyBytes(long n) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, n, env, guards); }
+    public ServerConfig withMaxBodyBytes(long n) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, n, env, guards, maxLoadedModels); }
 
-    public ServerConfig withGuards(RequestGuards g) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env, g); }
+    public ServerConfig withGuards(RequestGuards g) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env, g, maxLoadedModels); }
 
-    public ServerConfig withEnv(Map<String, String> e) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, e, guards); }
+    public ServerConfig withEnv(Map<String, String> e) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, e, guards, maxLoadedModels); }
+
+    public ServerConfig withMaxLoadedModels(int n) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env, guards, n); }
 }

@@ -143,7 +143,7 @@ class LongContextCacheTest {
             assertEquals(0, small.kvAllocatedBytes(), "the pool commits nothing before it is used");
             var unlimited = greedy("hello", -1, CONTEXT, GenerationRequest.NUM_BATCH_DEFAULT);
             var e = assertThrows(InvalidInputException.class, () -> small.generate(unlimited, piece -> {}));
-            assertTrue(e.getMessage().contains("kv_cache_bytes is " + layout.budgetFor(4096, 2)) && e.getMessage().contains("16384 KV positions"),
+            assertTrue(e.getMessage().contains("the KV budget is " + layout.budgetFor(4096, 2) + " bytes") && e.getMessage().contains("16384 KV positions"),
                     e.getMessage());
             GenerationResult fits = small.generate(greedy("hello", 8, CONTEXT, GenerationRequest.NUM_BATCH_DEFAULT), piece -> {});
             assertEquals(8, fits.generatedIds().length);

@@ -22,14 +22,14 @@ import java.util.SplittableRandom;
  * token. The output rows of printable ASCII get a larger scale than the others and EOS a small one, so greedy
  * replies are printable text that re-encodes to the same ids and runs to num_predict.
  */
-final class SyntheticLlama {
+public final class SyntheticLlama {
     static final int DIM = 32, LAYERS = 2, HEADS = 2, KV_HEADS = 1, HEAD_DIM = DIM / HEADS, FFN = 64;
     static final int BOS = 256, EOS = 257, VOCAB = 258;
     private static final ValueLayout.OfFloat F32_LE = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     private SyntheticLlama() {}
 
-    static Path write(Path target, int context, long seed) throws IOException {
+    public static Path write(Path target, int context, long seed) throws IOException {
         var rng = new SplittableRandom(seed);
         try (Arena arena = Arena.ofConfined()) {
             var w = new GgufWriter();
@@ -116,7 +116,7 @@ final class SyntheticLlama {
     }
 
     /** {@code n} printable ASCII characters (lower-case words and spaces) drawn from {@code seed}: n tokens. */
-    static String text(int n, long seed) {
+    public static String text(int n, long seed) {
         var rng = new SplittableRandom(seed);
         StringBuilder sb = new StringBuilder(n);
         while (sb.length() < n) sb.append(rng.nextInt(6) == 0 ? ' ' : (char) ('a' + rng.nextInt(26)));

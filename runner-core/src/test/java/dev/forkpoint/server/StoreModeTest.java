@@ -53,6 +53,28 @@ class StoreModeTest {
         }
     }
 
+    @Test
+    void maxLoadedModelsUnloadsTheIdleModelUsedLeastRecently() throws Exception {
+        byte[] gguf = Files.readAllBytes(TestData.shared("models/stories260K.gguf"));
+        FakeOllamaStore store = FakeOllamaStore.create(dir.resolve("models"));
+        store.addModel("library", "a", "latest", gguf);
+        store.addModel("library", "b", "latest", gguf);
+        store.addModel("library", "c", "latest", gguf);
+        ServerConfig config = ServerConfig.defaults().withPort(0).withThreads(1).withMaxLoadedModels(2)
+                .withEnv(Map.of("OLLAMA_MODELS", store.root().toString(), "HOME", dir.toString()));
+        try (ForkpointServer server = ForkpointServer.start(config, List.of(new OllamaApi()))) {
+            HttpClient http = HttpClient.newHttpClient();
+            String body = "{\"model\":\"%s\",\"prompt\":\"Once\",\"stream\":false,\"options\":{\"num_predict\":2},\"keep_alive\":-1}";
+            post(http, server, body.formatted("a"));
+            post(http, server, body.formatted("b"));
+            post(http, server, body.formatted("a"));   // b is now the one used least recently
+            post(http, server, body.formatted("c"));
+            JsonNode ps = get(http, server, "/api/ps").get("models");
+            assertEquals(2, ps.size(), ps.toString());
+            assertEquals(List.of("a:latest", "c:latest"), List.of(ps.get(0).get("name").asText(), ps.get(1).get("name").asText()));
+        }
+    }
+
     private static JsonNode get(HttpClient http, ForkpointServer s, String path) throws Exception {
         return ServerHarness.JSON.readTree(http.send(HttpRequest.newBuilder(URI.create(s.address() + path)).build(),
                 HttpResponse.BodyHandlers.ofString()).body());
