@@ -78,6 +78,8 @@ class DisconnectTest {
             await(() -> metric(cancelledKey) > cancelledBefore, "the server notices the disconnect");
             generatedWhenNoticed = h.stats().tokensGenerated();
             await(() -> h.stats().running() == 0, "the generation ends");
+            // the running count drops when the scheduler ends the generation; its pages go back as it closes, just after
+            await(() -> h.stats().kvPagesLive() == 0, "the generation's pages go back to the pool");
         } finally {
             h.probe().pace(0);
         }
