@@ -98,6 +98,30 @@ for await (const chunk of await openai.completions.create({ model, prompt, max_t
 }
 same('openai completion streamed == not streamed', compText, comp.choices[0].text);
 
+// --- log-probabilities, as each client reads them ---
+const lpChat = await openai.chat.completions.create({ model, messages, max_tokens: 8, temperature: 0, logprobs: true, top_logprobs: 3 });
+const lpContent = lpChat.choices[0].logprobs?.content ?? [];
+check('openai chat logprobs: one entry per token', lpContent.length === lpChat.usage.completion_tokens, JSON.stringify(lpChat.choices[0].logprobs));
+check('openai chat logprobs: entries spell the reply', lpContent.map(e => e.token).join('') === lpChat.choices[0].message.content,
+    JSON.stringify(lpContent.map(e => e.token)));
+check('openai chat logprobs: greedy token leads its sorted top list', lpContent.every(e => e.logprob <= 0 && e.top_logprobs.length === 3
+    && e.top_logprobs[0].logprob === e.logprob && e.top_logprobs.every((t, i, a) => i === 0 || a[i - 1].logprob >= t.logprob)
+    && JSON.stringify(e.bytes) === JSON.stringify([...Buffer.from(e.token, 'utf8')])), JSON.stringify(lpContent[0]));
+const lpStreamed = [];
+for await (const chunk of await openai.chat.completions.create({
+    model, messages, max_tokens: 8, temperature: 0, logprobs: true, top_logprobs: 3, stream: true })) {
+    if (chunk.choices.length > 0 && chunk.choices[0].logprobs?.content) lpStreamed.push(...chunk.choices[0].logprobs.content);
+}
+same('openai chat logprobs streamed == not streamed', lpStreamed, lpContent);
+const lpOllama = await ollama.chat({ model, messages, stream: false, logprobs: true, top_logprobs: 3, options: { temperature: 0, num_predict: 8 } });
+same('ollama chat logprobs == openai chat logprobs', (lpOllama.logprobs ?? []).map(e => [e.token, e.logprob, e.top_logprobs.map(t => t.logprob)]),
+    lpContent.map(e => [e.token, e.logprob, e.top_logprobs.map(t => t.logprob)]));
+const lpComp = await openai.completions.create({ model, prompt, max_tokens: 8, temperature: 0, logprobs: 2 });
+const lpc = lpComp.choices[0].logprobs;
+check('openai completion logprobs: tokens spell the text, offsets ascend', lpc && lpc.tokens.join('') === lpComp.choices[0].text
+    && lpc.token_logprobs.length === lpc.tokens.length && lpc.top_logprobs.every(m => Object.keys(m).length === 2)
+    && lpc.text_offset.every((o, i, a) => i === 0 ? o === 0 : o === a[i - 1] + lpc.tokens[i - 1].length), JSON.stringify(lpc));
+
 // --- Anthropic ---
 const msg = await anthropic.messages.create({ model, max_tokens: MAX_TOKENS, temperature: 0, messages });
 const msgText = msg.content.filter(b => b.type === 'text').map(b => b.text).join('');

@@ -65,6 +65,12 @@ final class Generation {
     private final StreamingDecoder decoder;
     private final StringBuilder text = new StringBuilder();
     private int generated;
+    // log-probabilities (only when asked for): entries wait here until the text they produce is emitted
+    private float[] rawLogits;                   // the logits before the sampler's penalties, reused
+    private int[] topIds;
+    private final java.util.ArrayDeque<Pending> pendingLogprobs = new java.util.ArrayDeque<>();
+    private final List<TokenLogprob> logprobs = new java.util.ArrayList<>();
+    private int rawChars;                        // chars the decoder has produced (emitted text is a prefix of them)
     private int nextToken = -1;     // the sampled token still to evaluate, or −1
     private GenerationResult result;
     private boolean closed;
@@ -97,6 +103,9 @@ final class Generation {
      */
     static Plan plan(LoadedModel model, GenerationRequest request) {
         SamplingOptions options = request.sampling().validate();
+        if (request.topLogprobs() < GenerationRequest.LOGPROBS_OFF || request.topLogprobs() > TokenLogprob.MAX_TOP) {
+            throw new InvalidInputException("top_logprobs must be in [0, " + TokenLogprob.MAX_TOP + "] (or -1: none), got " + request.topLogprobs());
+        }
         Tokenizer tokenizer = model.tokenizer();
         int modelContext = model.config().contextLength();
         int numCtx = request.numCtx() == 0 ? model.defaultNumCtx() : request.numCtx();
@@ -284,6 +293,11 @@ final class Generation {
     private void accept(float[] logits) {
         Tokenizer tokenizer = model.tokenizer();
         if (!Sampler.anyLogit(logits)) throw model.noFiniteLogits();
+        boolean wantsLogprobs = request.wantsLogprobs();
+        if (wantsLogprobs) {   // the sampler may modify the logits (penalties): keep the model's own
+            if (rawLogits == null || rawLogits.length != logits.length) rawLogits = new float[logits.length];
+            System.arraycopy(logits, 0, rawLogits, 0, logits.length);
+        }
         int id = sampler.sample(logits, history, historyLength);
         if (tokenizer.isEndOfGeneration(id)) {
             finish("stop");
@@ -291,7 +305,9 @@ final class Generation {
         }
         history[historyLength++] = id;
         generated++;
-        emit(stops.accept(decoder.push(id)));
+        String raw = decoder.push(id);
+        if (wantsLogprobs) queueLogprob(id, raw);
+        emit(stops.accept(raw));
         if (stops.stopped()) {
             finish("stop");
         } else if (generated == plan.maxNew() || kv.length() == plan.numCtx()) {
@@ -304,14 +320,28 @@ final class Generation {
     private void finish(String reason) {
         String doneReason = reason;
         if (!stops.stopped()) {
-            emit(stops.accept(decoder.flush()));
+            String rest = decoder.flush();
+            if (!rest.isEmpty()) advanceRaw(rest.length());
+            emit(stops.accept(rest));
             if (!stops.stopped()) emit(stops.flush());
             if (stops.stopped()) doneReason = "stop";
+        }
+        if (!pendingLogprobs.isEmpty()) {
+            // what is left: tokens whose text was partly emitted (kept) or lies wholly in a withheld stop (dropped)
+            List<TokenLogprob> out = new java.util.ArrayList<>();
+            for (Pending p : pendingLogprobs) {
+                if (!stops.stopped() || p.start < text.length() || p.end >= 0 && p.end <= text.length()) out.add(p.entry);
+            }
+            pendingLogprobs.clear();
+            if (!out.isEmpty()) {
+                logprobs.addAll(out);
+                sink.text("", out);
+            }
         }
         long end = System.nanoTime();
         int[] ids = Arrays.copyOfRange(history, prompt.length, historyLength);
         result = new GenerationResult(prompt.length, firstTokenNanos - startNanos, ids, end - firstTokenNanos, doneReason,
-                text.toString(), reused, prompt.length - reused, stops.matchedStop());
+                text.toString(), reused, prompt.length - reused, stops.matchedStop(), logprobs);
     }
 
     /**
@@ -363,8 +393,73 @@ final class Generation {
     }
 
     private void emit(String piece) {
-        if (piece.isEmpty()) return;
         text.append(piece);
-        sink.text(piece);
+        if (!request.wantsLogprobs()) {
+            if (!piece.isEmpty()) sink.text(piece);
+            return;
+        }
+        List<TokenLogprob> released = List.of();
+        while (!pendingLogprobs.isEmpty()) {
+            Pending p = pendingLogprobs.peekFirst();
+            if (p.end < 0 || p.end > text.length()) break;
+            if (released.isEmpty()) released = new java.util.ArrayList<>();
+            released.add(pendingLogprobs.pollFirst().entry);
+        }
+        if (piece.isEmpty() && released.isEmpty()) return;
+        logprobs.addAll(released);
+        sink.text(piece, released);
+    }
+
+    /**
+     * A generated token's entry, waiting for its text: {@code start}/{@code end} are offsets into the decoder's output
+     * (chars before and after the token's text); {@code end} is −1 while the token's bytes wait in the decoder for the
+     * rest of their UTF-8 sequence.
+     */
+    private static final class Pending {
+        final TokenLogprob entry;
+        final int start;
+        int end;
+
+        Pending(TokenLogprob entry, int start, int end) {
+            this.entry = entry;
+            this.start = start;
+            this.end = end;
+        }
+    }
+
+    /** The decoder produced {@code chars} more chars: tokens whose bytes waited for them end there. */
+    private void advanceRaw(int chars) {
+        rawChars += chars;
+        for (Pending p : pendingLogprobs) if (p.end < 0) p.end = rawChars;
+    }
+
+    /** Computes the sampled token's entry from the logits it was drawn from and queues it behind its text. */
+    private void queueLogprob(int id, String raw) {
+        Tokenizer tokenizer = model.tokenizer();
+        // normalised over the logits the sampler draws from; alternatives listed only among the tokenizer's ids
+        dev.forkpoint.sampling.LogSoftmax ls = new dev.forkpoint.sampling.LogSoftmax(rawLogits, rawLogits.length, plan.options().temperature());
+        int vocab = Math.min(rawLogits.length, tokenizer.vocabSize());
+        int n = request.topLogprobs();
+        List<TokenLogprob> top = List.of();
+        if (n > 0) {
+            if (topIds == null) topIds = new int[n];
+            int count = dev.forkpoint.sampling.LogSoftmax.top(rawLogits, vocab, topIds);
+            TokenLogprob[] alternatives = new TokenLogprob[count];
+            for (int i = 0; i < count; i++) alternatives[i] = entry(topIds[i], ls, List.of());
+            top = List.of(alternatives);
+        }
+        int start = rawChars;
+        if (!raw.isEmpty()) advanceRaw(raw.length());
+        boolean held = raw.isEmpty() && tokenizer.tokenBytes(id).length > 0;   // its bytes wait for the rest of a character
+        pendingLogprobs.addLast(new Pending(entry(id, ls, top), start, held ? -1 : rawChars));
+    }
+
+    private TokenLogprob entry(int id, dev.forkpoint.sampling.LogSoftmax ls, List<TokenLogprob> top) {
+        Tokenizer tokenizer = model.tokenizer();
+        byte[] bytes = tokenizer.tokenBytes(id);
+        String token = bytes.length > 0 ? new String(bytes, java.nio.charset.StandardCharsets.UTF_8) : tokenizer.piece(id);
+        double lp = ls.logprob(rawLogits[id]);
+        if (lp == Double.NEGATIVE_INFINITY) lp = TokenLogprob.NEGATIVE_INFINITY_LOGPROB;
+        return new TokenLogprob(id, token, bytes, lp, top);
     }
 }

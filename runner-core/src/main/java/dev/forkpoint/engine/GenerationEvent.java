@@ -10,8 +10,20 @@ public sealed interface GenerationEvent {
      */
     record Started(int promptTokens, int cachedTokens) implements GenerationEvent {}
 
-    /** Generated text that is final: complete UTF-8, stop strings withheld. */
-    record Text(String piece) implements GenerationEvent {}
+    /**
+     * Generated text that is final: complete UTF-8, stop strings withheld. When the request asked for
+     * log-probabilities, {@code logprobs} holds the entries of the tokens this piece completes (the piece may then be
+     * empty: entries released at the end for text already sent); otherwise it is empty.
+     */
+    record Text(String piece, java.util.List<TokenLogprob> logprobs) implements GenerationEvent {
+        public Text {
+            logprobs = logprobs == null ? java.util.List.of() : logprobs;
+        }
+
+        public Text(String piece) {
+            this(piece, java.util.List.of());
+        }
+    }
 
     /** The generation ended normally (end-of-generation token, stop string, num_predict, context full). */
     record Done(GenerationResult result) implements GenerationEvent {}

@@ -15,14 +15,26 @@ import dev.forkpoint.sampling.SamplingOptions;
  *                          non-truncatable state) there. Empty = none. Not copied: do not modify it afterwards.
  * @param cacheSalt         a tenant key: prompts share cached prefixes only with requests of the same salt ("" = the
  *                          shared cache)
+ * @param topLogprobs       log-probabilities of the generated tokens ({@link TokenLogprob}): {@link #LOGPROBS_OFF} (−1)
+ *                          = none (nothing is computed), 0 = the chosen token's only, N = also the N most likely tokens
+ *                          at each position, N ≤ {@link TokenLogprob#MAX_TOP}; anything else is refused naming
+ *                          top_logprobs. The APIs check their own limits (and field names) first.
  */
 public record GenerationRequest(String prompt, SamplingOptions sampling, int numCtx, int numBatch,
-                                int[] messageBoundaries, String cacheSalt) {
+                                int[] messageBoundaries, String cacheSalt, int topLogprobs) {
+    /** {@link #topLogprobs()}: no log-probabilities. */
+    public static final int LOGPROBS_OFF = -1;
+
     public static final int DEFAULT_NUM_BATCH = 512;
     /** numBatch when the user gave none. */
     public static final int NUM_BATCH_DEFAULT = Integer.MIN_VALUE;
 
     private static final int[] NONE = new int[0];
+
+    /** A request without log-probabilities. */
+    public GenerationRequest(String prompt, SamplingOptions sampling, int numCtx, int numBatch, int[] messageBoundaries, String cacheSalt) {
+        this(prompt, sampling, numCtx, numBatch, messageBoundaries, cacheSalt, LOGPROBS_OFF);
+    }
 
     public GenerationRequest {
         if (messageBoundaries == null) messageBoundaries = NONE;
@@ -31,7 +43,7 @@ public record GenerationRequest(String prompt, SamplingOptions sampling, int num
 
     /** A request without message boundaries, in the shared cache. */
     public GenerationRequest(String prompt, SamplingOptions sampling, int numCtx, int numBatch) {
-        this(prompt, sampling, numCtx, numBatch, NONE, "");
+        this(prompt, sampling, numCtx, numBatch, NONE, "", LOGPROBS_OFF);
     }
 
     /** The prefill chunk size this request asks for, given the context it runs in. */
@@ -40,12 +52,20 @@ public record GenerationRequest(String prompt, SamplingOptions sampling, int num
     }
 
     public GenerationRequest withMessageBoundaries(int... boundaries) {
-        return new GenerationRequest(prompt, sampling, numCtx, numBatch, boundaries, cacheSalt);
+        return new GenerationRequest(prompt, sampling, numCtx, numBatch, boundaries, cacheSalt, topLogprobs);
     }
 
     public GenerationRequest withCacheSalt(String salt) {
-        return new GenerationRequest(prompt, sampling, numCtx, numBatch, messageBoundaries, salt);
+        return new GenerationRequest(prompt, sampling, numCtx, numBatch, messageBoundaries, salt, topLogprobs);
     }
+
+    /** This request with log-probabilities: {@link #LOGPROBS_OFF}, 0 (the chosen token's) or N alternatives too. */
+    public GenerationRequest withTopLogprobs(int n) {
+        return new GenerationRequest(prompt, sampling, numCtx, numBatch, messageBoundaries, cacheSalt, n);
+    }
+
+    /** Whether log-probabilities are asked for. */
+    public boolean wantsLogprobs() { return topLogprobs != LOGPROBS_OFF; }
 
     public static GenerationRequest of(String prompt, SamplingOptions sampling) {
         return new GenerationRequest(prompt, sampling, 0, NUM_BATCH_DEFAULT);

@@ -14,10 +14,23 @@ package dev.forkpoint.engine;
  *                              always evaluated, its logits are needed)
  * @param stopSequence          the stop string that ended the generation (withheld from {@code text}), or null when
  *                              none did (end-of-generation token, num_predict, context full)
+ * @param logprobs              when the request asked for them ({@link GenerationRequest#topLogprobs()}), one entry per
+ *                              generated token whose text is (at least partly) in {@code text}, in order: tokens that
+ *                              lie wholly inside a withheld stop string are left out, as Ollama does; empty otherwise
  */
 public record GenerationResult(int promptTokens, long promptNanos, int[] generatedIds, long generationNanos,
                                String doneReason, String text, int cachedTokens, int evaluatedPromptTokens,
-                               String stopSequence) {
+                               String stopSequence, java.util.List<TokenLogprob> logprobs) {
+    public GenerationResult {
+        logprobs = logprobs == null ? java.util.List.of() : java.util.List.copyOf(logprobs);
+    }
+
+    /** A result without log-probabilities. */
+    public GenerationResult(int promptTokens, long promptNanos, int[] generatedIds, long generationNanos,
+                            String doneReason, String text, int cachedTokens, int evaluatedPromptTokens, String stopSequence) {
+        this(promptTokens, promptNanos, generatedIds, generationNanos, doneReason, text, cachedTokens, evaluatedPromptTokens, stopSequence, null);
+    }
+
     /** A result that ended without a stop string. */
     public GenerationResult(int promptTokens, long promptNanos, int[] generatedIds, long generationNanos,
                             String doneReason, String text, int cachedTokens, int evaluatedPromptTokens) {

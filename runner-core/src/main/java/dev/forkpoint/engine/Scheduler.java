@@ -337,6 +337,10 @@ public final class Scheduler implements AutoCloseable {
                 stream.emit(new GenerationEvent.Text(piece));
             }
 
+            public void text(String piece, java.util.List<TokenLogprob> logprobs) {
+                stream.emit(new GenerationEvent.Text(piece, logprobs));
+            }
+
             public void started(int promptTokens, int cachedTokens) {
                 stream.emit(new GenerationEvent.Started(promptTokens, cachedTokens));
             }

@@ -102,6 +102,7 @@ public final class Completion implements AutoCloseable {
         String m = model.name();
         switch (e) {
             case GenerationEvent.Started s -> cachedTokens = s.cachedTokens();
+            case GenerationEvent.Text t when t.piece().isEmpty() -> { }   // log-probabilities released at the end
             case GenerationEvent.Text t -> {
                 if (lastTextNanos == 0) metrics.timeToFirstToken(m, now - submitNanos);
                 else metrics.interTokenLatency(m, now - lastTextNanos);

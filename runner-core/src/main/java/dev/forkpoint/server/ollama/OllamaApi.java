@@ -18,6 +18,7 @@ import dev.forkpoint.server.ClientGoneException;
 import dev.forkpoint.server.Completion;
 import dev.forkpoint.server.EventStream;
 import dev.forkpoint.server.Json;
+import dev.forkpoint.server.LogprobJson;
 import dev.forkpoint.server.ModelLease;
 import dev.forkpoint.server.ModelListing;
 import dev.forkpoint.server.ServedModel;
@@ -86,6 +87,7 @@ public final class OllamaApi implements ServerApi {
     private void generate(Context ctx) throws Exception {
         long t0 = System.nanoTime();
         var req = Json.read(ctx, OllamaRequests.Generate.class);
+        int topLogprobs = req.engineTopLogprobs();
         refuseFormat(req.format());
         refuseThink(req.think());
         if (req.images() != null && !req.images().isEmpty()) throw new BadFieldException("images", "images are not supported: Forkpoint runs text models only");
@@ -116,6 +118,7 @@ public final class OllamaApi implements ServerApi {
                 if (!prompt.isEmpty()) messages.add(ChatMessage.of("user", prompt));
                 request = model.renderChat(messages, List.of(), options.numCtx(), "prompt").request(options.sampling(), options.numCtx(), options.numBatch(), "");
             }
+            request = request.withTopLogprobs(topLogprobs);
             Shape shape = new Shape() {
                 public void piece(ObjectNode chunk, String text) { chunk.put("response", text); }
 
@@ -130,6 +133,7 @@ public final class OllamaApi implements ServerApi {
     private void chat(Context ctx) throws Exception {
         long t0 = System.nanoTime();
         var req = Json.read(ctx, OllamaRequests.Chat.class);
+        int topLogprobs = req.engineTopLogprobs();
         refuseFormat(req.format());
         refuseThink(req.think());
         if (req.messages() == null) throw new BadFieldException("messages", "messages is required");
@@ -153,7 +157,7 @@ public final class OllamaApi implements ServerApi {
                 return;
             }
             ServedModel.ChatPrompt chat = model.renderChat(messages, tools, options.numCtx());
-            GenerationRequest request = chat.request(options.sampling(), options.numCtx(), options.numBatch(), "");
+            GenerationRequest request = chat.request(options.sampling(), options.numCtx(), options.numBatch(), "").withTopLogprobs(topLogprobs);
             boolean parseTools = !tools.isEmpty() && chat.template().toolCallFormat() != ToolCallFormat.NONE;
             Shape shape = new Shape() {
                 public void piece(ObjectNode chunk, String text) { chunk.set("message", assistant(text)); }
@@ -254,6 +258,7 @@ public final class OllamaApi implements ServerApi {
                 ObjectNode done = base(model.name());
                 shape.whole(done, r, false);
                 finish(done, r, lease, t0);
+                if (request.wantsLogprobs()) done.set("logprobs", LogprobJson.ollama(r.logprobs()));
                 ctx.json(done);
             }
             return;
@@ -267,6 +272,7 @@ public final class OllamaApi implements ServerApi {
                             ObjectNode chunk = base(model.name());
                             shape.piece(chunk, t.piece());
                             chunk.put("done", false);
+                            if (!t.logprobs().isEmpty()) chunk.set("logprobs", LogprobJson.ollama(t.logprobs()));
                             out.send(chunk);
                         }
                     }
@@ -274,6 +280,8 @@ public final class OllamaApi implements ServerApi {
                         ObjectNode done = base(model.name());
                         shape.whole(done, d.result(), true);
                         finish(done, d.result(), lease, t0);
+                        // pieces held back (tool parsing): their entries come with the text, in the last chunk
+                        if (request.wantsLogprobs() && !shape.streamsPieces()) done.set("logprobs", LogprobJson.ollama(d.result().logprobs()));
                         out.send(done);
                     }
                     case GenerationEvent.Failed f -> {

@@ -12,10 +12,28 @@ final class OllamaRequests {
 
     record Generate(String model, String prompt, String suffix, String system, String template, List<Integer> context,
                     Boolean stream, Boolean raw, JsonNode format, Map<String, Object> options,
-                    @JsonProperty("keep_alive") JsonNode keepAlive, List<String> images, JsonNode think) {}
+                    @JsonProperty("keep_alive") JsonNode keepAlive, List<String> images, JsonNode think,
+                    Boolean logprobs, @JsonProperty("top_logprobs") Integer topLogprobs) implements Logprobs {}
 
     record Chat(String model, List<Message> messages, List<Tool> tools, Boolean stream, JsonNode format,
-                Map<String, Object> options, @JsonProperty("keep_alive") JsonNode keepAlive, JsonNode think) {}
+                Map<String, Object> options, @JsonProperty("keep_alive") JsonNode keepAlive, JsonNode think,
+                Boolean logprobs, @JsonProperty("top_logprobs") Integer topLogprobs) implements Logprobs {}
+
+    /**
+     * {@code logprobs} / {@code top_logprobs} (0–20, Ollama's limit, checked even without logprobs as Ollama does;
+     * only applied with {@code logprobs: true}).
+     */
+    interface Logprobs {
+        Boolean logprobs();
+
+        Integer topLogprobs();
+
+        /** The engine's {@link dev.forkpoint.engine.GenerationRequest#topLogprobs()} for these fields. */
+        default int engineTopLogprobs() {
+            int top = topLogprobs() == null ? 0 : dev.forkpoint.server.LogprobJson.checkTop("top_logprobs", topLogprobs(), 20);
+            return Boolean.TRUE.equals(logprobs()) ? top : dev.forkpoint.engine.GenerationRequest.LOGPROBS_OFF;
+        }
+    }
 
     record Message(String role, String content, List<String> images, @JsonProperty("tool_calls") List<ToolCall> toolCalls,
                    @JsonProperty("tool_name") String toolName, String thinking) {}

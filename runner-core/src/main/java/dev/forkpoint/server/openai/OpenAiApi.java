@@ -20,6 +20,7 @@ import dev.forkpoint.server.ClientGoneException;
 import dev.forkpoint.server.Completion;
 import dev.forkpoint.server.EventStream;
 import dev.forkpoint.server.Json;
+import dev.forkpoint.server.LogprobJson;
 import dev.forkpoint.server.ModelLease;
 import dev.forkpoint.server.ModelListing;
 import dev.forkpoint.server.ModelNotFoundException;
@@ -107,13 +108,14 @@ public final class OpenAiApi implements ServerApi {
         Integer maxTokens = req.maxCompletionTokens() != null ? req.maxCompletionTokens() : req.maxTokens();
         String maxField = req.maxCompletionTokens() != null ? "max_completion_tokens" : "max_tokens";
         SamplingOptions sampling = OpenAiOptions.sampling(req, maxTokens, maxField);
+        int topLogprobs = OpenAiOptions.topLogprobs(req);
         try (ModelLease lease = core.models().acquire(req.model(), null)) {
             ServedModel model = lease.model();
             ServedModel.ChatPrompt chat = model.renderChat(messages, tools);
             OpenAiOptions.checkContext(model, chat.prompt(), maxTokens, "messages", maxField);
-            GenerationRequest request = chat.request(sampling, 0, GenerationRequest.NUM_BATCH_DEFAULT, "");
+            GenerationRequest request = chat.request(sampling, 0, GenerationRequest.NUM_BATCH_DEFAULT, "").withTopLogprobs(topLogprobs);
             boolean parseTools = !tools.isEmpty() && chat.template().toolCallFormat() != ToolCallFormat.NONE;
-            Reply reply = new ChatReply(model.name(), parseTools ? chat.template()::parseReply : null);
+            Reply reply = new ChatReply(model.name(), parseTools ? chat.template()::parseReply : null, request.wantsLogprobs());
             respond(ctx, model, request, Boolean.TRUE.equals(req.stream()), includeUsage(req), reply);
         }
     }
@@ -128,11 +130,12 @@ public final class OpenAiApi implements ServerApi {
         if (req.bestOf() != null && req.bestOf() != 1) throw new BadFieldException("best_of", "best_of must be 1, got " + req.bestOf());
         int maxTokens = req.maxTokens() != null ? req.maxTokens() : COMPLETIONS_DEFAULT_MAX_TOKENS;
         SamplingOptions sampling = OpenAiOptions.sampling(req, maxTokens, "max_tokens");
+        int topLogprobs = OpenAiOptions.topLogprobs(req);
         try (ModelLease lease = core.models().acquire(req.model(), null)) {
             ServedModel model = lease.model();
             OpenAiOptions.checkContext(model, prompt, maxTokens, "prompt", "max_tokens");
-            GenerationRequest request = new GenerationRequest(prompt, sampling, 0, GenerationRequest.NUM_BATCH_DEFAULT);
-            respond(ctx, model, request, Boolean.TRUE.equals(req.stream()), includeUsage(req), new TextReply(model.name()));
+            GenerationRequest request = new GenerationRequest(prompt, sampling, 0, GenerationRequest.NUM_BATCH_DEFAULT).withTopLogprobs(topLogprobs);
+            respond(ctx, model, request, Boolean.TRUE.equals(req.stream()), includeUsage(req), new TextReply(model.name(), request.wantsLogprobs()));
         }
     }
 
@@ -170,8 +173,8 @@ public final class OpenAiApi implements ServerApi {
         /** Streaming: the chunk sent when generation starts, or null. */
         ObjectNode first();
 
-        /** Streaming: the chunk for a piece of text, or null when pieces are held back. */
-        ObjectNode piece(String text);
+        /** Streaming: the chunk for a piece of text (and its tokens' log-probabilities), or null when pieces are held back. */
+        ObjectNode piece(GenerationEvent.Text text);
 
         /** Streaming: the last chunks with choices (held-back text, tool calls, the finish reason). */
         List<ObjectNode> last(GenerationResult r);
@@ -193,7 +196,7 @@ public final class OpenAiApi implements ServerApi {
             for (GenerationEvent e; (e = out.next()) != null; ) {
                 switch (e) {
                     case GenerationEvent.Started s -> send(out, reply.first(), includeUsage);
-                    case GenerationEvent.Text t -> send(out, reply.piece(t.piece()), includeUsage);
+                    case GenerationEvent.Text t -> send(out, reply.piece(t), includeUsage);
                     case GenerationEvent.Done d -> {
                         for (ObjectNode chunk : reply.last(d.result())) send(out, chunk, includeUsage);
                         if (includeUsage) {
@@ -248,10 +251,17 @@ public final class OpenAiApi implements ServerApi {
         private final long created = Instant.now().getEpochSecond();
         private final String model;
         private final java.util.function.Function<String, AssistantReply> parser;   // null: no tool parsing
+        private final boolean logprobs;
 
-        ChatReply(String model, java.util.function.Function<String, AssistantReply> parser) {
+        ChatReply(String model, java.util.function.Function<String, AssistantReply> parser, boolean logprobs) {
             this.model = model;
             this.parser = parser;
+            this.logprobs = logprobs;
+        }
+
+        private void logprobs(ObjectNode choice, List<dev.forkpoint.engine.TokenLogprob> entries) {
+            if (logprobs) choice.set("logprobs", LogprobJson.openAiChat(entries));
+            else choice.putNull("logprobs");
         }
 
         private AssistantReply parse(GenerationResult r) {
@@ -272,7 +282,7 @@ public final class OpenAiApi implements ServerApi {
             if (reply.content().isEmpty() && !reply.toolCalls().isEmpty()) message.putNull("content");
             else message.put("content", reply.content());
             if (!reply.toolCalls().isEmpty()) message.set("tool_calls", toolCalls(reply.toolCalls(), false));
-            choice.putNull("logprobs");
+            logprobs(choice, r.logprobs());
             choice.put("finish_reason", finish(r, reply));
             body.set("usage", usage(r));
             return body;
@@ -285,21 +295,21 @@ public final class OpenAiApi implements ServerApi {
             return chunk(delta, null);
         }
 
-        public ObjectNode piece(String text) {
+        public ObjectNode piece(GenerationEvent.Text text) {
             if (parser != null) return null;
             ObjectNode delta = F.objectNode();
-            delta.put("content", text);
-            return chunk(delta, null);
+            delta.put("content", text.piece());
+            return chunk(delta, null, text.logprobs());
         }
 
         public List<ObjectNode> last(GenerationResult r) {
             if (parser == null) return List.of(chunk(F.objectNode(), r.doneReason()));
             AssistantReply reply = parse(r);
             List<ObjectNode> out = new java.util.ArrayList<>();
-            if (!reply.content().isEmpty()) {
+            if (!reply.content().isEmpty() || logprobs && !r.logprobs().isEmpty()) {   // held-back text, with its tokens
                 ObjectNode delta = F.objectNode();
                 delta.put("content", reply.content());
-                out.add(chunk(delta, null));
+                out.add(chunk(delta, null, r.logprobs()));
             }
             if (!reply.toolCalls().isEmpty()) {
                 ObjectNode delta = F.objectNode();
@@ -317,11 +327,17 @@ public final class OpenAiApi implements ServerApi {
         }
 
         private ObjectNode chunk(ObjectNode delta, String finishReason) {
+            return chunk(delta, finishReason, null);
+        }
+
+        /** A chunk; {@code entries} null: no tokens in it ({@code logprobs} null). */
+        private ObjectNode chunk(ObjectNode delta, String finishReason, List<dev.forkpoint.engine.TokenLogprob> entries) {
             ObjectNode c = head(id, "chat.completion.chunk", model, created);
             ObjectNode choice = c.putArray("choices").addObject();
             choice.put("index", 0);
             choice.set("delta", delta);
-            choice.putNull("logprobs");
+            if (entries == null) choice.putNull("logprobs");
+            else logprobs(choice, entries);
             if (finishReason == null) choice.putNull("finish_reason");
             else choice.put("finish_reason", finishReason);
             return c;
@@ -348,22 +364,25 @@ public final class OpenAiApi implements ServerApi {
         private final String id = newId("cmpl-");
         private final long created = Instant.now().getEpochSecond();
         private final String model;
+        private final boolean logprobs;
+        private final int[] offset = {0};   // text_offset of the next token
 
-        TextReply(String model) {
+        TextReply(String model, boolean logprobs) {
             this.model = model;
+            this.logprobs = logprobs;
         }
 
         public ObjectNode whole(GenerationResult r) {
-            ObjectNode body = choice(r.text(), r.doneReason());
+            ObjectNode body = choice(r.text(), r.doneReason(), r.logprobs());
             body.set("usage", usage(r));
             return body;
         }
 
         public ObjectNode first() { return null; }
 
-        public ObjectNode piece(String text) { return choice(text, null); }
+        public ObjectNode piece(GenerationEvent.Text text) { return choice(text.piece(), null, text.logprobs()); }
 
-        public List<ObjectNode> last(GenerationResult r) { return List.of(choice("", r.doneReason())); }
+        public List<ObjectNode> last(GenerationResult r) { return List.of(choice("", r.doneReason(), null)); }
 
         public ObjectNode emptyChunk() {
             ObjectNode c = head(id, "text_completion", model, created);
@@ -371,12 +390,14 @@ public final class OpenAiApi implements ServerApi {
             return c;
         }
 
-        private ObjectNode choice(String text, String finishReason) {
+        /** {@code entries} null: a chunk without tokens ({@code logprobs} null). */
+        private ObjectNode choice(String text, String finishReason, List<dev.forkpoint.engine.TokenLogprob> entries) {
             ObjectNode c = head(id, "text_completion", model, created);
             ObjectNode choice = c.putArray("choices").addObject();
             choice.put("text", text);
             choice.put("index", 0);
-            choice.putNull("logprobs");
+            if (logprobs && entries != null) choice.set("logprobs", LogprobJson.openAiCompletion(entries, offset));
+            else choice.putNull("logprobs");
             if (finishReason == null) choice.putNull("finish_reason");
             else choice.put("finish_reason", finishReason);
             return c;

@@ -13,20 +13,37 @@ import java.util.List;
  * OpenAI's sampling fields as engine options, with OpenAI's defaults and ranges: temperature 1 in [0, 2] (0 = greedy),
  * top_p 1 in [0, 1], no top_k (OpenAI has none), presence/frequency penalty 0 in [-2, 2], seed (random when absent),
  * stop as a string or up to 4 strings. Everything else the engine uses keeps its default. A field out of range is a
- * 400 naming it; a field Forkpoint cannot honour ({@code n} > 1, {@code logprobs}, {@code logit_bias}) is refused
- * rather than ignored.
+ * 400 naming it; a field Forkpoint cannot honour ({@code n} > 1, {@code logit_bias}) is refused rather than ignored.
+ * Log-probabilities: chat's {@code logprobs: true} with {@code top_logprobs} 0–20 (top_logprobs needs logprobs),
+ * completions' {@code logprobs} 0–5.
  */
 final class OpenAiOptions {
     static final int MAX_STOPS = 4;
 
     private OpenAiOptions() {}
 
+    /** Chat's log-probability fields as the engine's top_logprobs (−1 = none). */
+    static int topLogprobs(OpenAiRequests.Chat r) {
+        if (!Boolean.TRUE.equals(r.logprobs())) {
+            if (r.topLogprobs() != null) {
+                throw new BadFieldException("top_logprobs", "top_logprobs (" + r.topLogprobs() + ") requires logprobs: true");
+            }
+            return dev.forkpoint.engine.GenerationRequest.LOGPROBS_OFF;
+        }
+        return r.topLogprobs() == null ? 0 : dev.forkpoint.server.LogprobJson.checkTop("top_logprobs", r.topLogprobs(), 20);
+    }
+
+    /** Completions' {@code logprobs: N} (0–5, null = none) as the engine's top_logprobs. */
+    static int topLogprobs(OpenAiRequests.Completion r) {
+        if (r.logprobCount() == null) return dev.forkpoint.engine.GenerationRequest.LOGPROBS_OFF;
+        return dev.forkpoint.server.LogprobJson.checkTop("logprobs", r.logprobCount(), 5);
+    }
+
     /** The engine options for {@code r}; {@code maxTokens} (null = until the end of generation or the context). */
     static SamplingOptions sampling(OpenAiRequests.Sampling r, Integer maxTokens, String maxTokensField) {
         if (r.n() != null && r.n() != 1) {
             throw new BadFieldException("n", "n must be 1 (Forkpoint generates one choice per request), got " + r.n());
         }
-        if (Boolean.TRUE.equals(r.logprobs())) throw new BadFieldException("logprobs", "logprobs are not supported; remove 'logprobs'");
         if (r.logitBias() != null && !r.logitBias().isNull() && !r.logitBias().isEmpty()) {
             throw new BadFieldException("logit_bias", "logit_bias is not supported; remove 'logit_bias'");
         }

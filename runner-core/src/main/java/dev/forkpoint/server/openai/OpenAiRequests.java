@@ -35,8 +35,6 @@ final class OpenAiRequests {
 
         StreamOptions streamOptions();
 
-        Boolean logprobs();
-
         JsonNode logitBias();
     }
 
@@ -51,7 +49,8 @@ final class OpenAiRequests {
                 Integer n, Boolean stream, @JsonProperty("stream_options") StreamOptions streamOptions,
                 @JsonProperty("response_format") JsonNode responseFormat,
                 List<JsonNode> tools, @JsonProperty("tool_choice") JsonNode toolChoice,
-                Boolean logprobs, @JsonProperty("logit_bias") JsonNode logitBias) implements Sampling {}
+                Boolean logprobs, @JsonProperty("top_logprobs") Integer topLogprobs,
+                @JsonProperty("logit_bias") JsonNode logitBias) implements Sampling {}
 
     record Completion(String model, JsonNode prompt, @JsonProperty("max_tokens") Integer maxTokens,
                       Double temperature, @JsonProperty("top_p") Double topP, Long seed, JsonNode stop,
@@ -59,8 +58,5 @@ final class OpenAiRequests {
                       @JsonProperty("frequency_penalty") Double frequencyPenalty,
                       Integer n, Boolean stream, @JsonProperty("stream_options") StreamOptions streamOptions,
                       @JsonProperty("logprobs") Integer logprobCount, Boolean echo, String suffix,
-                      @JsonProperty("best_of") Integer bestOf, @JsonProperty("logit_bias") JsonNode logitBias) implements Sampling {
-        @Override
-        public Boolean logprobs() { return logprobCount != null && logprobCount > 0; }
-    }
+                      @JsonProperty("best_of") Integer bestOf, @JsonProperty("logit_bias") JsonNode logitBias) implements Sampling {}
 }

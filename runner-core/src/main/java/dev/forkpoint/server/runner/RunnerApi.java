@@ -33,7 +33,9 @@ import java.util.Map;
  * <ul>
  *   <li>{@code GET /v1/status} → {@code {"Status":0,"Progress":100,"ContextLength":N,"Memory":bytes}}
  *   <li>{@code POST /v1/completions} {@code {"Prompt","Media","Options":{snake_case Ollama options},"Logprobs","TopLogprobs"}}
- *       → JSON Lines {@code {"Content","Done"}} …, last {@code {"Done":true,"DoneReason":0 stop|1 length,
+ *       → JSON Lines {@code {"Content","Done"}} … (with {@code "Logprobs":true} each piece also carries
+ *       {@code "Logprobs":[{"token","logprob","top_logprobs":[{"token","logprob"}]}]} for its tokens, Ollama's
+ *       {@code llm.Logprob}; TopLogprobs 0–20), last {@code {"Done":true,"DoneReason":0 stop|1 length,
  *       "PromptEvalCount","PromptEvalDuration","EvalCount","EvalDuration"}} (ns). The prompt is raw (the front
  *       applied the template). Errors before streaming: plain text 400/404/503; during: {@code {"Error":{"StatusCode":…,"error":"…"}}}.
  *   <li>{@code POST /v1/tokenize}: the body is plain text → a JSON array of token ids (no BOS/EOS added, special-token
@@ -92,10 +94,12 @@ public final class RunnerApi implements ServerApi {
         var req = Json.read(ctx, CompletionRequest.class);
         if (req.prompt() == null) throw new BadFieldException("Prompt", "Prompt is required");
         if (req.media() != null && !req.media().isEmpty()) throw new BadFieldException("Media", "Media is not supported: Forkpoint runs text models only");
-        if (Boolean.TRUE.equals(req.logprobs())) throw new BadFieldException("Logprobs", "Logprobs are not supported yet");
+        int top = req.topLogprobs() == null ? 0 : dev.forkpoint.server.LogprobJson.checkTop("TopLogprobs", req.topLogprobs(), 20);
+        int topLogprobs = Boolean.TRUE.equals(req.logprobs()) ? top : GenerationRequest.LOGPROBS_OFF;
         var options = dev.forkpoint.server.ollama.OllamaOptions.parse(req.options());
         try (ModelLease lease = core.models().acquireDefault()) {
-            GenerationRequest request = new GenerationRequest(req.prompt(), options.sampling(), options.numCtx(), options.numBatch());
+            GenerationRequest request = new GenerationRequest(req.prompt(), options.sampling(), options.numCtx(), options.numBatch())
+                    .withTopLogprobs(topLogprobs);
             Completion completion = lease.model().submit(request);
             try (EventStream out = EventStream.ndjson(ctx, completion)) {
                 for (GenerationEvent e; (e = out.next()) != null; ) {
@@ -105,6 +109,7 @@ public final class RunnerApi implements ServerApi {
                             ObjectNode c = F.objectNode();
                             c.put("Content", t.piece());
                             c.put("Done", false);
+                            if (!t.logprobs().isEmpty()) c.set("Logprobs", dev.forkpoint.server.LogprobJson.runner(t.logprobs()));
                             out.send(c);
                         }
                         case GenerationEvent.Done d -> out.send(done(d.result()));
