@@ -56,7 +56,7 @@ public final class MlxBackend implements Backend {
     private final MlxSession session;
     private final MlxOps ops;
     private final List<MlxWeight> weights = new ArrayList<>();
-    private boolean closed;
+    private volatile boolean closed;
 
     /** A backend on {@code mlx}, with its own MLX thread and session. */
     public MlxBackend(Mlx mlx) {
@@ -134,7 +134,7 @@ public final class MlxBackend implements Backend {
             throw new InvalidInputException("the MLX backend keeps no recurrent state (it runs "
                     + String.join(", ", ARCHITECTURES) + " so far); use --backend cpu");
         }
-        return new MlxKvStore(sequence);
+        return new MlxKvStore(sequence, this);
     }
 
     public Ops ops() { return ops; }
@@ -144,8 +144,12 @@ public final class MlxBackend implements Backend {
         return call(session::liveArrays);
     }
 
-    /** Frees the arrays of the current forward pass (done anyway when its logits are read or the next pass starts). */
+    /**
+     * Frees the arrays of the current forward pass: done when its logits are read and when a step begins or rolls back
+     * on one of this backend's stores; an activation used after that is refused.
+     */
     public void releaseActivations() {
+        if (closed) return;
         call(() -> {
             ops.releasePass();
             return null;

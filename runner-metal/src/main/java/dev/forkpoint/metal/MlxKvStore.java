@@ -11,14 +11,17 @@ import java.lang.foreign.MemorySegment;
  * A {@link KvStore} of the MLX backend over one kv-cache {@link SequenceKv}, for this first version in the pages the
  * engine manages (host memory): steps map to the sequence's begin/commit/rollback; the attention op writes the step's
  * entries through the sequence (every position bounds-checked there) and copies positions [0, stored) of the pages into
- * MLX arrays. No recurrent state (the hybrids are refused at load).
+ * MLX arrays. No recurrent state (the hybrids are refused at load). A step's begin and rollback end the backend's
+ * current forward pass (its activations are freed), as reading its logits does.
  */
 final class MlxKvStore implements KvStore {
     private final SequenceKv sequence;
+    private final MlxBackend backend;
 
-    MlxKvStore(SequenceKv sequence) {
+    MlxKvStore(SequenceKv sequence, MlxBackend backend) {
         if (sequence == null) throw new IllegalArgumentException("kv store: sequence is missing");
         this.sequence = sequence;
+        this.backend = backend;
     }
 
     SequenceKv sequence() { return sequence; }
@@ -27,9 +30,22 @@ final class MlxKvStore implements KvStore {
     public int kvDim() { return sequence.layout().kvDim(); }
     public int length() { return sequence.length(); }
     public int pending() { return sequence.pending(); }
-    public void begin(int n) { sequence.begin(n); }
+    /** Opens a step; a step starts a forward pass, so the previous pass's activations are freed first. */
+    public void begin(int n) {
+        backend.releaseActivations();
+        sequence.begin(n);
+    }
+
     public void commit() { sequence.commit(); }
-    public void rollback() { sequence.rollback(); }
+
+    /** Drops the step's positions and frees the failed pass's activations. */
+    public void rollback() {
+        try {
+            sequence.rollback();
+        } finally {
+            backend.releaseActivations();
+        }
+    }
 
     KvElementType elementType() { return sequence.layout().elementType(); }
 

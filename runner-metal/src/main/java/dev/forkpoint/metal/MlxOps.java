@@ -23,8 +23,10 @@ import java.util.List;
  * The ops on MLX: each builds MLX graph nodes on the backend's MLX thread (float32 activations); {@link #logits}
  * evaluates and copies to the host. The attention op evaluates its k and v to store them in the kv-cache pages, then
  * attends with MLX's SDPA over every position of the segment's store, copied from the pages (causal for the step's
- * rows). The arrays of a forward pass are owned by the pass: freed when its logits are read, or when the next pass
- * starts ({@link #embed}); intermediate handles are freed at once (MLX's graph keeps what it still needs).
+ * rows). The activations of a forward pass are owned by the pass: freed when its logits are read, or when a step begins
+ * or rolls back on one of the backend's stores (see {@link MlxKvStore}); intermediate handles inside an op are freed
+ * at once (MLX's graph keeps what it still needs). So a pass holds all its activations until it ends: correct first,
+ * leaner later.
  * Shape errors MLX finds surface as {@link MlxException}s carrying MLX's message.
  */
 final class MlxOps implements Ops {
@@ -84,7 +86,6 @@ final class MlxOps implements Ops {
 
     public Activation embed(Weight table, int[] tokens) {
         return backend.call(() -> {
-            releasePass();   // a new forward pass
             MlxWeight t = mlx(table);
             if (t.kind == MlxWeight.Kind.VECTOR) throw new IllegalArgumentException(table.name() + " is a vector, not an embedding table");
             for (int id : tokens) {

@@ -232,7 +232,7 @@ class MlxBackendTest {
     }
 
     @Test
-    void fiftyStepsWithInjectedFailuresLeaveNoArraysBehind() throws IOException {
+    void fiftyStepsWithInjectedFailuresAndUnreadPassesLeaveNoArraysBehind() throws IOException {
         Mlx mlx = MlxTestLibrary.require();
         JsonNode ref = reference();
         int[] all = ints(ref.get("all_tokens"));
@@ -248,11 +248,18 @@ class MlxBackendTest {
                 if (i % 5 == 2) {
                     Ops failing = failingAt(backend.ops(), new AtomicInteger(), 1 + i % 20, bad);
                     assertThrows(MlxException.class, () -> run.step(failing, kv, new int[] {all[kv.length()]}));
+                } else if (i % 7 == 4) {   // a prefill chunk whose logits are not read: its pass ends at the next begin
+                    int[] chunk = {all[kv.length()]};
+                    Segment segment = new Segment(chunk, kv.length(), kv);
+                    kv.begin(1);
+                    run.arch().forward(backend.ops(), List.of(segment));
+                    kv.commit();
                 } else {
                     run.step(backend.ops(), kv, new int[] {all[kv.length()]});
                 }
             }
             assertEquals(40, kv.length());
+            run.step(backend.ops(), kv, new int[] {all[kv.length()]});
             assertEquals(liveBaseline, backend.liveArrays(), "live MLX arrays after 50 steps");
             assertEquals(baseline, mlx.activeMemory(), "mlx_get_active_memory after 50 steps");
         }
