@@ -30,6 +30,13 @@ public interface Backend extends AutoCloseable {
 
     Ops ops();
 
+    /**
+     * Refuses, before any weight is prepared, an architecture (GGUF {@code general.architecture} name: "llama",
+     * "qwen35moe", …) whose ops this backend does not implement, with an {@link dev.forkpoint.InvalidInputException}
+     * saying what it runs. The CPU backend runs every architecture Forkpoint knows.
+     */
+    default void checkArchitecture(String architecture) {}
+
     @Override
     void close();
 }

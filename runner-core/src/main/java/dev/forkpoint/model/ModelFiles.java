@@ -57,8 +57,9 @@ public sealed interface ModelFiles extends AutoCloseable permits GgufModelFiles,
 
     long parameterCount();
 
-    /** Builds the architecture's graph over the tensors on {@code backend}. */
+    /** Builds the architecture's graph over the tensors on {@code backend} (which first refuses one it cannot run). */
     default Architecture load(Backend backend, IntConsumer tensorLoaded) {
+        backend.checkArchitecture(spec().name());
         return spec().load(config(), tensors(), backend, tensorLoaded);
     }
 

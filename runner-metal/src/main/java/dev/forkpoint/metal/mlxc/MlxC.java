@@ -49,8 +49,24 @@ public final class MlxC {
     public static final StructLayout mlx_string = handle("mlx_string_");
     public static final StructLayout mlx_vector_array = handle("mlx_vector_array_");
 
+    public static final ValueLayout.OfBoolean C_BOOL = ValueLayout.JAVA_BOOLEAN;
+    public static final ValueLayout.OfFloat C_FLOAT = ValueLayout.JAVA_FLOAT;
+
+    // optionals (optional.h): typedef struct mlx_optional_X_ { X value; bool has_value; } mlx_optional_X; by value
+    public static final StructLayout mlx_optional_int = MemoryLayout.structLayout(
+            C_INT.withName("value"), C_BOOL.withName("has_value"), MemoryLayout.paddingLayout(3)).withName("mlx_optional_int_");
+    public static final StructLayout mlx_optional_float = MemoryLayout.structLayout(
+            C_FLOAT.withName("value"), C_BOOL.withName("has_value"), MemoryLayout.paddingLayout(3)).withName("mlx_optional_float_");
+    public static final StructLayout mlx_optional_dtype = MemoryLayout.structLayout(
+            C_INT.withName("value"), C_BOOL.withName("has_value"), MemoryLayout.paddingLayout(3)).withName("mlx_optional_dtype_");
+
     // enum mlx_dtype_ (array.h), enum mlx_device_type_ (device.h)
+    public static final int MLX_UINT8 = 1;
+    public static final int MLX_UINT32 = 3;
+    public static final int MLX_INT32 = 7;
+    public static final int MLX_FLOAT16 = 9;
     public static final int MLX_FLOAT32 = 10;
+    public static final int MLX_BFLOAT16 = 12;
     public static final int MLX_CPU = 0;
     public static final int MLX_GPU = 1;
 
@@ -90,6 +106,36 @@ public final class MlxC {
     public static final FunctionDescriptor mlx_add$DESC =
             FunctionDescriptor.of(C_INT, C_POINTER, mlx_array, mlx_array, mlx_stream);
     public static final FunctionDescriptor mlx_get_active_memory$DESC = FunctionDescriptor.of(C_INT, C_POINTER);
+    public static final FunctionDescriptor mlx_take_axis$DESC =
+            FunctionDescriptor.of(C_INT, C_POINTER, mlx_array, mlx_array, C_INT, mlx_stream);
+    public static final FunctionDescriptor mlx_reshape$DESC =
+            FunctionDescriptor.of(C_INT, C_POINTER, mlx_array, C_POINTER, C_SIZE_T, mlx_stream);
+    public static final FunctionDescriptor mlx_transpose_axes$DESC =
+            FunctionDescriptor.of(C_INT, C_POINTER, mlx_array, C_POINTER, C_SIZE_T, mlx_stream);
+    public static final FunctionDescriptor mlx_transpose$DESC =
+            FunctionDescriptor.of(C_INT, C_POINTER, mlx_array, mlx_stream);
+    public static final FunctionDescriptor mlx_slice$DESC =
+            FunctionDescriptor.of(C_INT, C_POINTER, mlx_array, C_POINTER, C_SIZE_T, C_POINTER, C_SIZE_T, C_POINTER, C_SIZE_T, mlx_stream);
+    public static final FunctionDescriptor mlx_concatenate_axis$DESC =
+            FunctionDescriptor.of(C_INT, C_POINTER, mlx_vector_array, C_INT, mlx_stream);
+    public static final FunctionDescriptor mlx_astype$DESC =
+            FunctionDescriptor.of(C_INT, C_POINTER, mlx_array, C_INT, mlx_stream);
+    public static final FunctionDescriptor mlx_multiply$DESC =
+            FunctionDescriptor.of(C_INT, C_POINTER, mlx_array, mlx_array, mlx_stream);
+    public static final FunctionDescriptor mlx_sigmoid$DESC =
+            FunctionDescriptor.of(C_INT, C_POINTER, mlx_array, mlx_stream);
+    public static final FunctionDescriptor mlx_contiguous$DESC =
+            FunctionDescriptor.of(C_INT, C_POINTER, mlx_array, C_BOOL, mlx_stream);
+    public static final FunctionDescriptor mlx_dequantize$DESC =
+            FunctionDescriptor.of(C_INT, C_POINTER, mlx_array, mlx_array, mlx_array, mlx_optional_int, mlx_optional_int, C_POINTER, mlx_array, mlx_optional_dtype, mlx_stream);
+    public static final FunctionDescriptor mlx_quantized_matmul$DESC =
+            FunctionDescriptor.of(C_INT, C_POINTER, mlx_array, mlx_array, mlx_array, mlx_array, C_BOOL, mlx_optional_int, mlx_optional_int, C_POINTER, mlx_stream);
+    public static final FunctionDescriptor mlx_fast_rms_norm$DESC =
+            FunctionDescriptor.of(C_INT, C_POINTER, mlx_array, mlx_array, C_FLOAT, mlx_stream);
+    public static final FunctionDescriptor mlx_fast_rope$DESC =
+            FunctionDescriptor.of(C_INT, C_POINTER, mlx_array, C_INT, C_BOOL, mlx_optional_float, C_FLOAT, C_INT, mlx_array, mlx_stream);
+    public static final FunctionDescriptor mlx_fast_scaled_dot_product_attention$DESC =
+            FunctionDescriptor.of(C_INT, C_POINTER, mlx_array, mlx_array, mlx_array, C_FLOAT, C_POINTER, mlx_array, mlx_array, mlx_stream);
 
     /** Every function bound here, by C name, in binding order (the error handler first). */
     public static final Map<String, FunctionDescriptor> FUNCTIONS = functions();
@@ -122,6 +168,21 @@ public final class MlxC {
     private final MethodHandle mlx_matmul$MH;
     private final MethodHandle mlx_add$MH;
     private final MethodHandle mlx_get_active_memory$MH;
+    private final MethodHandle mlx_take_axis$MH;
+    private final MethodHandle mlx_reshape$MH;
+    private final MethodHandle mlx_transpose_axes$MH;
+    private final MethodHandle mlx_transpose$MH;
+    private final MethodHandle mlx_slice$MH;
+    private final MethodHandle mlx_concatenate_axis$MH;
+    private final MethodHandle mlx_astype$MH;
+    private final MethodHandle mlx_multiply$MH;
+    private final MethodHandle mlx_sigmoid$MH;
+    private final MethodHandle mlx_contiguous$MH;
+    private final MethodHandle mlx_dequantize$MH;
+    private final MethodHandle mlx_quantized_matmul$MH;
+    private final MethodHandle mlx_fast_rms_norm$MH;
+    private final MethodHandle mlx_fast_rope$MH;
+    private final MethodHandle mlx_fast_scaled_dot_product_attention$MH;
 
     private MlxC(String where, Map<String, MethodHandle> h) {
         this.where = where;
@@ -152,6 +213,21 @@ public final class MlxC {
         mlx_matmul$MH = h.get("mlx_matmul");
         mlx_add$MH = h.get("mlx_add");
         mlx_get_active_memory$MH = h.get("mlx_get_active_memory");
+        mlx_take_axis$MH = h.get("mlx_take_axis");
+        mlx_reshape$MH = h.get("mlx_reshape");
+        mlx_transpose_axes$MH = h.get("mlx_transpose_axes");
+        mlx_transpose$MH = h.get("mlx_transpose");
+        mlx_slice$MH = h.get("mlx_slice");
+        mlx_concatenate_axis$MH = h.get("mlx_concatenate_axis");
+        mlx_astype$MH = h.get("mlx_astype");
+        mlx_multiply$MH = h.get("mlx_multiply");
+        mlx_sigmoid$MH = h.get("mlx_sigmoid");
+        mlx_contiguous$MH = h.get("mlx_contiguous");
+        mlx_dequantize$MH = h.get("mlx_dequantize");
+        mlx_quantized_matmul$MH = h.get("mlx_quantized_matmul");
+        mlx_fast_rms_norm$MH = h.get("mlx_fast_rms_norm");
+        mlx_fast_rope$MH = h.get("mlx_fast_rope");
+        mlx_fast_scaled_dot_product_attention$MH = h.get("mlx_fast_scaled_dot_product_attention");
     }
 
     /**
@@ -400,6 +476,126 @@ public final class MlxC {
         }
     }
 
+    public int mlx_take_axis(MemorySegment res, MemorySegment a, MemorySegment indices, int axis, MemorySegment s) {
+        try {
+            return (int) mlx_take_axis$MH.invokeExact(res, a, indices, axis, s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_reshape(MemorySegment res, MemorySegment a, MemorySegment shape, long shape_num, MemorySegment s) {
+        try {
+            return (int) mlx_reshape$MH.invokeExact(res, a, shape, shape_num, s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_transpose_axes(MemorySegment res, MemorySegment a, MemorySegment axes, long axes_num, MemorySegment s) {
+        try {
+            return (int) mlx_transpose_axes$MH.invokeExact(res, a, axes, axes_num, s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_transpose(MemorySegment res, MemorySegment a, MemorySegment s) {
+        try {
+            return (int) mlx_transpose$MH.invokeExact(res, a, s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_slice(MemorySegment res, MemorySegment a, MemorySegment start, long start_num, MemorySegment stop, long stop_num, MemorySegment strides, long strides_num, MemorySegment s) {
+        try {
+            return (int) mlx_slice$MH.invokeExact(res, a, start, start_num, stop, stop_num, strides, strides_num, s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_concatenate_axis(MemorySegment res, MemorySegment arrays, int axis, MemorySegment s) {
+        try {
+            return (int) mlx_concatenate_axis$MH.invokeExact(res, arrays, axis, s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_astype(MemorySegment res, MemorySegment a, int dtype, MemorySegment s) {
+        try {
+            return (int) mlx_astype$MH.invokeExact(res, a, dtype, s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_multiply(MemorySegment res, MemorySegment a, MemorySegment b, MemorySegment s) {
+        try {
+            return (int) mlx_multiply$MH.invokeExact(res, a, b, s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_sigmoid(MemorySegment res, MemorySegment a, MemorySegment s) {
+        try {
+            return (int) mlx_sigmoid$MH.invokeExact(res, a, s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_contiguous(MemorySegment res, MemorySegment a, boolean allow_col_major, MemorySegment s) {
+        try {
+            return (int) mlx_contiguous$MH.invokeExact(res, a, allow_col_major, s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_dequantize(MemorySegment res, MemorySegment w, MemorySegment scales, MemorySegment biases, MemorySegment group_size, MemorySegment bits, MemorySegment mode, MemorySegment global_scale, MemorySegment dtype, MemorySegment s) {
+        try {
+            return (int) mlx_dequantize$MH.invokeExact(res, w, scales, biases, group_size, bits, mode, global_scale, dtype, s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_quantized_matmul(MemorySegment res, MemorySegment x, MemorySegment w, MemorySegment scales, MemorySegment biases, boolean transpose, MemorySegment group_size, MemorySegment bits, MemorySegment mode, MemorySegment s) {
+        try {
+            return (int) mlx_quantized_matmul$MH.invokeExact(res, x, w, scales, biases, transpose, group_size, bits, mode, s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_fast_rms_norm(MemorySegment res, MemorySegment x, MemorySegment weight, float eps, MemorySegment s) {
+        try {
+            return (int) mlx_fast_rms_norm$MH.invokeExact(res, x, weight, eps, s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_fast_rope(MemorySegment res, MemorySegment x, int dims, boolean traditional, MemorySegment base, float scale, int offset, MemorySegment freqs, MemorySegment s) {
+        try {
+            return (int) mlx_fast_rope$MH.invokeExact(res, x, dims, traditional, base, scale, offset, freqs, s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_fast_scaled_dot_product_attention(MemorySegment res, MemorySegment queries, MemorySegment keys, MemorySegment values, float scale, MemorySegment mask_mode, MemorySegment mask_arr, MemorySegment sinks, MemorySegment s) {
+        try {
+            return (int) mlx_fast_scaled_dot_product_attention$MH.invokeExact(res, queries, keys, values, scale, mask_mode, mask_arr, sinks, s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
     private static StructLayout handle(String name) {
         return MemoryLayout.structLayout(C_POINTER.withName("ctx")).withName(name);
     }
@@ -433,6 +629,21 @@ public final class MlxC {
         f.put("mlx_matmul", mlx_matmul$DESC);
         f.put("mlx_add", mlx_add$DESC);
         f.put("mlx_get_active_memory", mlx_get_active_memory$DESC);
+        f.put("mlx_take_axis", mlx_take_axis$DESC);
+        f.put("mlx_reshape", mlx_reshape$DESC);
+        f.put("mlx_transpose_axes", mlx_transpose_axes$DESC);
+        f.put("mlx_transpose", mlx_transpose$DESC);
+        f.put("mlx_slice", mlx_slice$DESC);
+        f.put("mlx_concatenate_axis", mlx_concatenate_axis$DESC);
+        f.put("mlx_astype", mlx_astype$DESC);
+        f.put("mlx_multiply", mlx_multiply$DESC);
+        f.put("mlx_sigmoid", mlx_sigmoid$DESC);
+        f.put("mlx_contiguous", mlx_contiguous$DESC);
+        f.put("mlx_dequantize", mlx_dequantize$DESC);
+        f.put("mlx_quantized_matmul", mlx_quantized_matmul$DESC);
+        f.put("mlx_fast_rms_norm", mlx_fast_rms_norm$DESC);
+        f.put("mlx_fast_rope", mlx_fast_rope$DESC);
+        f.put("mlx_fast_scaled_dot_product_attention", mlx_fast_scaled_dot_product_attention$DESC);
         return Collections.unmodifiableMap(f);
     }
 

@@ -90,6 +90,203 @@ public final class MlxSession implements AutoCloseable {
         return result("mlx_add", rc, res);
     }
 
+    /**
+     * A new array holding a copy of {@code data}: {@code shape} elements of {@code dtype} (an {@code MLX_*} constant of
+     * {@link MlxC}), row-major, little-endian ({@code mlx_array_new_data}). A heap segment is first copied off-heap.
+     */
+    public MlxArray fromData(MemorySegment data, int dtype, int... shape) {
+        ensureOwner();
+        long elements = elements(shape);
+        long bytes = elements * dtypeBytes(dtype);
+        if (data.byteSize() != bytes) {
+            throw new IllegalArgumentException("shape " + Arrays.toString(shape) + " of mlx_dtype " + dtype + " needs "
+                    + bytes + " bytes, the data has " + data.byteSize());
+        }
+        MemorySegment handle = Arena.ofAuto().allocate(MlxC.mlx_array);
+        try (Arena call = Arena.ofConfined()) {
+            MemorySegment host = data;
+            if (!data.isNative()) {
+                host = call.allocate(Math.max(1, bytes), 16);
+                MemorySegment.copy(data, 0, host, 0, bytes);
+            }
+            MemorySegment result = c.mlx_array_new_data((size, align) -> handle, host, ints(call, shape), shape.length, dtype);
+            return adopt("mlx_array_new_data", result);
+        }
+    }
+
+    /** A new int32 array holding a copy of {@code data} with {@code shape}. */
+    public MlxArray fromInts(int[] data, int... shape) {
+        if (elements(shape) != data.length) {
+            throw new IllegalArgumentException("shape " + Arrays.toString(shape) + " for " + data.length + " ints");
+        }
+        return fromData(MemorySegment.ofArray(data.clone()), MlxC.MLX_INT32, shape);
+    }
+
+    /** {@code mlx_take_axis}: the entries of {@code a} at {@code indices} (int32) along {@code axis}. */
+    public MlxArray takeAxis(MlxArray a, MlxArray indices, int axis) {
+        ensureOwner();
+        MemorySegment res = newResult();
+        return result("mlx_take_axis", c.mlx_take_axis(res, own(a).handle(), own(indices).handle(), axis, stream), res);
+    }
+
+    /** {@code mlx_reshape}. */
+    public MlxArray reshape(MlxArray a, int... shape) {
+        ensureOwner();
+        MemorySegment res = newResult();
+        try (Arena call = Arena.ofConfined()) {
+            return result("mlx_reshape", c.mlx_reshape(res, own(a).handle(), ints(call, shape), shape.length, stream), res);
+        }
+    }
+
+    /** {@code mlx_transpose_axes}: the axes of {@code a} in the order {@code axes}. */
+    public MlxArray transpose(MlxArray a, int... axes) {
+        ensureOwner();
+        MemorySegment res = newResult();
+        try (Arena call = Arena.ofConfined()) {
+            return result("mlx_transpose_axes",
+                    c.mlx_transpose_axes(res, own(a).handle(), ints(call, axes), axes.length, stream), res);
+        }
+    }
+
+    /** {@code mlx_slice} with unit strides: [start[i], stop[i]) along each axis i. */
+    public MlxArray slice(MlxArray a, int[] start, int[] stop) {
+        ensureOwner();
+        if (start.length != stop.length) {
+            throw new IllegalArgumentException("slice: " + start.length + " starts, " + stop.length + " stops");
+        }
+        int[] strides = new int[start.length];
+        Arrays.fill(strides, 1);
+        MemorySegment res = newResult();
+        try (Arena call = Arena.ofConfined()) {
+            return result("mlx_slice", c.mlx_slice(res, own(a).handle(), ints(call, start), start.length,
+                    ints(call, stop), stop.length, ints(call, strides), strides.length, stream), res);
+        }
+    }
+
+    /** {@code mlx_concatenate_axis} of the arrays, in order, along {@code axis}. */
+    public MlxArray concatenate(int axis, MlxArray... arrays) {
+        ensureOwner();
+        MemorySegment res = newResult();
+        try (Arena call = Arena.ofConfined()) {
+            MemorySegment vector = vector(call, arrays);
+            int rc = c.mlx_concatenate_axis(res, vector, axis, stream);
+            String message = MlxErrorHandler.take();
+            c.mlx_vector_array_free(vector);
+            MlxErrorHandler.take();
+            return result("mlx_concatenate_axis", rc, res, message);
+        }
+    }
+
+    /** {@code mlx_astype}: {@code a} converted to {@code dtype}. */
+    public MlxArray astype(MlxArray a, int dtype) {
+        ensureOwner();
+        MemorySegment res = newResult();
+        return result("mlx_astype", c.mlx_astype(res, own(a).handle(), dtype, stream), res);
+    }
+
+    /** {@code mlx_multiply} (broadcasting as MLX does). */
+    public MlxArray multiply(MlxArray a, MlxArray b) {
+        ensureOwner();
+        MemorySegment res = newResult();
+        return result("mlx_multiply", c.mlx_multiply(res, own(a).handle(), own(b).handle(), stream), res);
+    }
+
+    /** {@code mlx_sigmoid}. */
+    public MlxArray sigmoid(MlxArray a) {
+        ensureOwner();
+        MemorySegment res = newResult();
+        return result("mlx_sigmoid", c.mlx_sigmoid(res, own(a).handle(), stream), res);
+    }
+
+    /** {@code mlx_contiguous} (row-major). */
+    public MlxArray contiguous(MlxArray a) {
+        ensureOwner();
+        MemorySegment res = newResult();
+        return result("mlx_contiguous", c.mlx_contiguous(res, own(a).handle(), false, stream), res);
+    }
+
+    /**
+     * {@code mlx_quantized_matmul}: x · wᵀ (transpose true) for a matrix quantised in {@code mode} ("affine", …):
+     * {@code w} its uint32 codes, {@code scales} and {@code biases} (null for modes without) per group.
+     */
+    public MlxArray quantizedMatmul(MlxArray x, MlxArray w, MlxArray scales, MlxArray biases, boolean transpose,
+                                    int groupSize, int bits, String mode) {
+        ensureOwner();
+        MemorySegment res = newResult();
+        try (Arena call = Arena.ofConfined()) {
+            int rc = c.mlx_quantized_matmul(res, own(x).handle(), own(w).handle(), own(scales).handle(),
+                    biases == null ? nullArray(call) : own(biases).handle(), transpose, optionalInt(call, groupSize),
+                    optionalInt(call, bits), call.allocateFrom(mode), stream);
+            return result("mlx_quantized_matmul", rc, res);
+        }
+    }
+
+    /** {@code mlx_dequantize} of quantised codes to {@code dtype}. */
+    public MlxArray dequantize(MlxArray w, MlxArray scales, MlxArray biases, int groupSize, int bits, String mode,
+                               int dtype) {
+        ensureOwner();
+        MemorySegment res = newResult();
+        try (Arena call = Arena.ofConfined()) {
+            MemorySegment optionalDtype = call.allocate(MlxC.mlx_optional_dtype);
+            optionalDtype.set(MlxC.C_INT, 0, dtype);
+            optionalDtype.set(MlxC.C_BOOL, 4, true);
+            int rc = c.mlx_dequantize(res, own(w).handle(), own(scales).handle(),
+                    biases == null ? nullArray(call) : own(biases).handle(), optionalInt(call, groupSize),
+                    optionalInt(call, bits), call.allocateFrom(mode), nullArray(call), optionalDtype, stream);
+            return result("mlx_dequantize", rc, res);
+        }
+    }
+
+    /** {@code mlx_fast_rms_norm} over the last axis, times {@code weight} (null: none). */
+    public MlxArray rmsNorm(MlxArray x, MlxArray weight, float eps) {
+        ensureOwner();
+        MemorySegment res = newResult();
+        try (Arena call = Arena.ofConfined()) {
+            int rc = c.mlx_fast_rms_norm(res, own(x).handle(), weight == null ? nullArray(call) : own(weight).handle(),
+                    eps, stream);
+            return result("mlx_fast_rms_norm", rc, res);
+        }
+    }
+
+    /**
+     * {@code mlx_fast_rope}: rotates the first {@code dims} of the last axis, the positions along axis −2 starting at
+     * {@code offset}; {@code traditional} rotates adjacent pairs, otherwise halves. Either {@code base} (θ) or
+     * {@code freqs} (the per-pair periods, dims/2 values: angle = position / freqs[i]) is given, the other null.
+     */
+    public MlxArray rope(MlxArray x, int dims, boolean traditional, Float base, float scale, int offset, MlxArray freqs) {
+        ensureOwner();
+        if ((base == null) == (freqs == null)) {
+            throw new IllegalArgumentException("rope takes a base or frequencies, exactly one of them");
+        }
+        MemorySegment res = newResult();
+        try (Arena call = Arena.ofConfined()) {
+            MemorySegment optionalBase = call.allocate(MlxC.mlx_optional_float);
+            if (base != null) {
+                optionalBase.set(MlxC.C_FLOAT, 0, base);
+                optionalBase.set(MlxC.C_BOOL, 4, true);
+            }
+            int rc = c.mlx_fast_rope(res, own(x).handle(), dims, traditional, optionalBase, scale, offset,
+                    freqs == null ? nullArray(call) : own(freqs).handle(), stream);
+            return result("mlx_fast_rope", rc, res);
+        }
+    }
+
+    /**
+     * {@code mlx_fast_scaled_dot_product_attention} of q [B, H, Lq, D] over k, v [B, Hkv, Lk, D]; {@code maskMode}
+     * "" (none), "causal" (query i sees keys up to Lk − Lq + i) or "array" with {@code mask}.
+     */
+    public MlxArray scaledDotProductAttention(MlxArray q, MlxArray k, MlxArray v, float scale, String maskMode,
+                                              MlxArray mask) {
+        ensureOwner();
+        MemorySegment res = newResult();
+        try (Arena call = Arena.ofConfined()) {
+            int rc = c.mlx_fast_scaled_dot_product_attention(res, own(q).handle(), own(k).handle(), own(v).handle(),
+                    scale, call.allocateFrom(maskMode), mask == null ? nullArray(call) : own(mask).handle(),
+                    nullArray(call), stream);
+            return result("mlx_fast_scaled_dot_product_attention", rc, res);
+        }
+    }
+
     /** {@code mlx_eval} of all of them: their graphs are computed when this returns. */
     public void eval(MlxArray... arrays) {
         ensureOwner();
@@ -214,8 +411,63 @@ public final class MlxSession implements AutoCloseable {
         }
     }
 
+    private static MemorySegment newResult() {
+        return Arena.ofAuto().allocate(MlxC.mlx_array);
+    }
+
+    private static MemorySegment nullArray(Arena call) {
+        return call.allocate(MlxC.mlx_array);   // zeroed: ctx NULL, which MLX-C reads as "none"
+    }
+
+    private static MemorySegment optionalInt(Arena call, int value) {
+        MemorySegment o = call.allocate(MlxC.mlx_optional_int);
+        o.set(MlxC.C_INT, 0, value);
+        o.set(MlxC.C_BOOL, 4, true);
+        return o;
+    }
+
+    private static MemorySegment ints(Arena call, int[] values) {
+        MemorySegment dims = call.allocate(MlxC.C_INT, Math.max(1, values.length));
+        MemorySegment.copy(values, 0, dims, MlxC.C_INT, 0, values.length);
+        return dims;
+    }
+
+    private MemorySegment vector(Arena call, MlxArray[] arrays) {
+        MemorySegment handles = call.allocate(MlxC.mlx_array, Math.max(1, arrays.length));
+        for (int i = 0; i < arrays.length; i++) {
+            MemorySegment.copy(own(arrays[i]).handle(), 0, handles, i * MlxC.mlx_array.byteSize(), MlxC.mlx_array.byteSize());
+        }
+        MemorySegment vector = c.mlx_vector_array_new_data(call, handles, arrays.length);
+        checkHandle("mlx_vector_array_new_data", vector);
+        return vector;
+    }
+
+    private static long elements(int[] shape) {
+        long elements = 1;
+        for (int d : shape) {
+            if (d < 0) {
+                throw new IllegalArgumentException("negative dimension in shape " + Arrays.toString(shape));
+            }
+            elements *= d;
+        }
+        return elements;
+    }
+
+    /** Bytes of one element of an {@code MLX_*} dtype this session makes arrays of. */
+    static int dtypeBytes(int dtype) {
+        return switch (dtype) {
+            case MlxC.MLX_UINT8 -> 1;
+            case MlxC.MLX_FLOAT16, MlxC.MLX_BFLOAT16 -> 2;
+            case MlxC.MLX_UINT32, MlxC.MLX_INT32, MlxC.MLX_FLOAT32 -> 4;
+            default -> throw new IllegalArgumentException("arrays of mlx_dtype " + dtype + " are not made from host data here");
+        };
+    }
+
     private MlxArray result(String function, int rc, MemorySegment res) {
-        String message = MlxErrorHandler.take();
+        return result(function, rc, res, MlxErrorHandler.take());
+    }
+
+    private MlxArray result(String function, int rc, MemorySegment res, String message) {
         boolean empty = res.get(MlxC.C_POINTER, 0).equals(MemorySegment.NULL);
         if (rc != 0 || empty) {
             if (!empty) {

@@ -107,6 +107,9 @@ class MlxCDescriptorTest {
             case "mlx_device" -> MlxC.mlx_device;
             case "mlx_string" -> MlxC.mlx_string;
             case "mlx_vector_array" -> MlxC.mlx_vector_array;
+            case "mlx_optional_int" -> MlxC.mlx_optional_int;
+            case "mlx_optional_float" -> MlxC.mlx_optional_float;
+            case "mlx_optional_dtype" -> MlxC.mlx_optional_dtype;
             default -> throw new AssertionError("a C type this test does not map: " + text);
         };
     }

@@ -16,7 +16,7 @@ import java.util.stream.Collectors;
  * workflow), MLX tests were asked for, and a miss fails them.
  * Found but unusable (does not open, lacks a function): the tests fail.
  */
-final class MlxTestLibrary {
+public final class MlxTestLibrary {
 
     private static final Mlx MLX;
     private static final String SKIP;
@@ -53,7 +53,7 @@ final class MlxTestLibrary {
     private MlxTestLibrary() {}
 
     /** The loaded MLX-C; skips the test when there is none, fails it when the one found is unusable. */
-    static Mlx require() {
+    public static Mlx require() {
         assumeTrue(SKIP == null, SKIP);
         if (BROKEN != null) {
             fail(BROKEN.getMessage(), BROKEN);
