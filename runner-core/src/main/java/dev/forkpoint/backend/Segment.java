@@ -15,6 +15,17 @@ public record Segment(int[] tokens, int startPos, KvStore kv) {
         if (kv == null) throw new IllegalArgumentException("segment without a kv store");
     }
 
+    /**
+     * Refuses a segment whose store's open step is not exactly its positions: what every op that writes a step's
+     * entries or state checks first ({@code op} names it in the message).
+     */
+    public void requireOpenStep(String op) {
+        if (startPos != kv.length() || tokens.length != kv.pending()) {
+            throw new IllegalStateException(op + " at positions " + startPos + "…" + (startPos + tokens.length - 1)
+                    + " but the open kv step is [" + kv.length() + ", " + (kv.length() + kv.pending()) + ")");
+        }
+    }
+
     /** The segments' tokens one after another (the rows of a pass over them). */
     public static int[] tokens(List<Segment> segments) {
         int[] out = new int[rows(segments)];

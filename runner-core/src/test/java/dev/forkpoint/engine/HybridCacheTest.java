@@ -16,6 +16,7 @@ import java.nio.file.Path;
 import java.util.Locale;
 import java.util.SplittableRandom;
 
+import static dev.forkpoint.engine.Vectors.*;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -124,13 +125,6 @@ class HybridCacheTest {
      * float rounding differs. A wrong or stale state would move them by orders of magnitude more.
      */
     static final double LOGIT_TOLERANCE = 1e-4;
-
-    static double maxDiff(float[] a, float[] b) {
-        assertEquals(a.length, b.length);
-        double m = 0;
-        for (int i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
-        return m;
-    }
 
     /** Runs {@code changed} after {@code original} in one namespace, and fresh in a namespace of its own. */
     static Run resumedAndCheckedAgainstFresh(String original, String changed, String salt) {

@@ -13,6 +13,7 @@ import org.junit.jupiter.params.provider.CsvSource;
 
 import java.nio.file.Path;
 
+import static dev.forkpoint.engine.Vectors.*;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -33,18 +34,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class HybridMlxGreedyTest {
     @TempDir
     static Path tmp;
-
-    private static int[] ints(JsonNode a) {
-        int[] out = new int[a.size()];
-        for (int i = 0; i < out.length; i++) out[i] = a.get(i).asInt();
-        return out;
-    }
-
-    private static int argmax(float[] v) {
-        int best = 0;
-        for (int i = 1; i < v.length; i++) if (v[i] > v[best]) best = i;
-        return best;
-    }
 
     /** Prefills the prompt on a fresh sequence, then decodes {@code n} ids greedily. */
     static int[] greedy(LoadedModel model, int[] prompt, int n) {

@@ -11,6 +11,7 @@ import org.junit.jupiter.api.Test;
 
 import java.nio.file.Path;
 
+import static dev.forkpoint.engine.Vectors.*;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
@@ -32,18 +33,6 @@ class PrefillDecodeTest {
     @AfterAll
     static void close() {
         if (model != null) model.close();
-    }
-
-    static int[] ints(JsonNode array) {
-        int[] out = new int[array.size()];
-        for (int i = 0; i < out.length; i++) out[i] = array.get(i).asInt();
-        return out;
-    }
-
-    static int argmax(float[] v) {
-        int best = 0;
-        for (int i = 1; i < v.length; i++) if (v[i] > v[best]) best = i;
-        return best;
     }
 
     @Test

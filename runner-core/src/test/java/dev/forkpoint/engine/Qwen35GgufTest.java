@@ -19,6 +19,7 @@ import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
 
+import static dev.forkpoint.engine.Vectors.*;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -56,24 +57,6 @@ class Qwen35GgufTest {
         for (var map : java.util.List.of(hf, gguf, q8)) map.values().forEach(LoadedModel::close);
     }
 
-    private static int[] ints(JsonNode a) {
-        int[] out = new int[a.size()];
-        for (int i = 0; i < out.length; i++) out[i] = a.get(i).asInt();
-        return out;
-    }
-
-    private static int argmax(float[] v) {
-        int best = 0;
-        for (int i = 1; i < v.length; i++) if (v[i] > v[best]) best = i;
-        return best;
-    }
-
-    private static float[] lastLogits(LoadedModel model, int[] prompt) {
-        try (SequenceKv sequence = model.pool().newSequence()) {
-            return model.prefill(prompt, model.newKvStore(sequence), 512);
-        }
-    }
-
     private static int[] greedy(LoadedModel model, int[] prompt, int n) {
         try (SequenceKv sequence = model.pool().newSequence()) {
             KvStore kv = model.newKvStore(sequence);
@@ -85,13 +68,6 @@ class Qwen35GgufTest {
             }
             return out;
         }
-    }
-
-    private static double maxDiff(float[] a, float[] b) {
-        assertEquals(a.length, b.length);
-        double worst = 0;
-        for (int i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i] - b[i]));
-        return worst;
     }
 
     /**

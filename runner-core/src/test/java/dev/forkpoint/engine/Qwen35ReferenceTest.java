@@ -14,6 +14,7 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
 
+import static dev.forkpoint.engine.Vectors.*;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -38,18 +39,6 @@ class Qwen35ReferenceTest {
     @AfterAll
     static void close() {
         models.values().forEach(LoadedModel::close);
-    }
-
-    private static int[] ints(JsonNode a) {
-        int[] out = new int[a.size()];
-        for (int i = 0; i < out.length; i++) out[i] = a.get(i).asInt();
-        return out;
-    }
-
-    private static int argmax(float[] v) {
-        int best = 0;
-        for (int i = 1; i < v.length; i++) if (v[i] > v[best]) best = i;
-        return best;
     }
 
     /** The ids of the k largest logits, largest first. */

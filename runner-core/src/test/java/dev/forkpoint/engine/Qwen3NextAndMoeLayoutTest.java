@@ -27,6 +27,7 @@ import java.util.Arrays;
 import java.util.Map;
 import java.util.SplittableRandom;
 
+import static dev.forkpoint.engine.Vectors.*;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -63,19 +64,6 @@ class Qwen3NextAndMoeLayoutTest {
     }
 
     /** The logits after the prompt, prefilled in one chunk on a fresh sequence. */
-    private static float[] logits(LoadedModel model, int[] prompt) {
-        try (SequenceKv s = model.pool().newSequence()) {
-            KvStore kv = model.newKvStore(s);
-            return model.prefill(prompt, kv, 512);
-        }
-    }
-
-    private static double maxDiff(float[] a, float[] b) {
-        double m = 0;
-        for (int i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]));
-        return m;
-    }
-
     @Test
     void qwen3NextsFusedLayoutComputesWhatQwen35MoeComputes() throws Exception {
         Path source = TestData.shared("models/qwen35-tiny-moe");
@@ -154,7 +142,7 @@ class Qwen3NextAndMoeLayoutTest {
              LoadedModel next = LoadedModel.load(target, 2, LoadProgress.NONE)) {
             assertEquals("qwen3next", next.config().architecture());
             assertEquals("linear ×3, attention", next.info().layerKinds());
-            float[] a = logits(original, prompt), b = logits(next, prompt);
+            float[] a = lastLogits(original, prompt), b = lastLogits(next, prompt);
             assertTrue(maxDiff(a, b) <= 1e-5, "Qwen3-Next layout vs Qwen3.5-MoE: logits differ by " + maxDiff(a, b));
         }
     }
@@ -167,7 +155,7 @@ class Qwen3NextAndMoeLayoutTest {
         try (LoadedModel original = LoadedModel.load(source, 2, LoadProgress.NONE);
              LoadedModel next = LoadedModel.load(gguf, 2, LoadProgress.NONE)) {
             assertEquals("qwen3next", next.config().architecture());
-            float[] a = logits(original, prompt), b = logits(next, prompt);
+            float[] a = lastLogits(original, prompt), b = lastLogits(next, prompt);
             // llama.cpp stores −exp(A_log) and 1 + w: converting back rounds (see Qwen35GgufTest)
             assertTrue(maxDiff(a, b) <= 3e-5, "llama.cpp's Qwen3-Next GGUF vs Qwen3.5-MoE: logits differ by " + maxDiff(a, b));
         }
@@ -201,7 +189,7 @@ class Qwen3NextAndMoeLayoutTest {
         try (LoadedModel original = LoadedModel.load(source, 2, LoadProgress.NONE);
              LoadedModel ollama = LoadedModel.load(resolved, 2, LoadProgress.NONE)) {
             assertEquals("qwen35moe", ollama.config().architecture());
-            assertArrayEquals(logits(original, prompt), logits(ollama, prompt), "the same tensors under the same names");
+            assertArrayEquals(lastLogits(original, prompt), lastLogits(ollama, prompt), "the same tensors under the same names");
         }
     }
 
@@ -246,7 +234,7 @@ class Qwen3NextAndMoeLayoutTest {
         int[] prompt = {49218, 49085, 49649, 19107, 8611, 46398, 5271, 13151, 6974, 16036, 26939, 5934};
         try (LoadedModel original = LoadedModel.load(source, 2, LoadProgress.NONE);
              LoadedModel mlx = LoadedModel.load(target, 2, LoadProgress.NONE)) {
-            float[] a = logits(original, prompt), b = logits(mlx, prompt);
+            float[] a = lastLogits(original, prompt), b = lastLogits(mlx, prompt);
             assertTrue(maxDiff(a, b) <= 1e-5, "mlx-lm layout vs the Hugging Face folder: logits differ by " + maxDiff(a, b));
         }
     }
@@ -289,13 +277,12 @@ class Qwen3NextAndMoeLayoutTest {
                     w.add(new GgufWriter.TensorData(n, t.type(), t.shape(), t.data()));
                 }
             }
-            assertEquals(ffn, ffn);
             w.write(moe);
         }
         int[] prompt = {256, 72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100};
         try (LoadedModel a = LoadedModel.load(dense, 2, LoadProgress.NONE); LoadedModel b = LoadedModel.load(moe, 2, LoadProgress.NONE)) {
             assertEquals("top-2 of 4", b.info().experts());
-            float[] la = logits(a, prompt), lb = logits(b, prompt);
+            float[] la = lastLogits(a, prompt), lb = lastLogits(b, prompt);
             assertTrue(maxDiff(la, lb) <= 1e-4, "Qwen3-MoE of copied experts vs Qwen3: logits differ by " + maxDiff(la, lb));
             assertArrayEquals(topIds(la), topIds(lb));
         }

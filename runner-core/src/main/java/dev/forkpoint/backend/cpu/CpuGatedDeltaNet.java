@@ -559,11 +559,7 @@ final class CpuGatedDeltaNet {
             if (layer < 0 || layer >= st.layout().layers()) {
                 throw new IndexOutOfBoundsException(op + ": linear layer " + layer + " outside [0, " + st.layout().layers() + ")");
             }
-            int tokens = seg.tokens().length;
-            if (seg.startPos() != store.length() || tokens != store.pending()) {
-                throw new IllegalStateException(op + " at positions " + seg.startPos() + "…" + (seg.startPos() + tokens - 1)
-                        + " but the open kv step is [" + store.length() + ", " + (store.length() + store.pending()) + ")");
-            }
+            seg.requireOpenStep(op);
             out[s] = st;
         }
         return out;

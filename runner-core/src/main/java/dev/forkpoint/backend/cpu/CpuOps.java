@@ -189,11 +189,7 @@ final class CpuOps implements Ops {
         }
         if (store.kvDim() != kvDim) throw new IllegalArgumentException("kv store holds entries of " + store.kvDim() + ", attention needs " + kvDim);
         if (layer < 0 || layer >= store.layers()) throw new IndexOutOfBoundsException("layer " + layer + " outside [0, " + store.layers() + ")");
-        int tokens = seg.tokens().length;
-        if (seg.startPos() != store.length() || tokens != store.pending()) {
-            throw new IllegalStateException("attention at positions " + seg.startPos() + "…" + (seg.startPos() + tokens - 1)
-                    + " but the open kv step is [" + store.length() + ", " + (store.length() + store.pending()) + ")");
-        }
+        seg.requireOpenStep("attention");
         return store;
     }
 

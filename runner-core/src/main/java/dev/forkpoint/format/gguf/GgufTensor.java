@@ -12,11 +12,7 @@ import java.lang.foreign.MemorySegment;
  */
 public record GgufTensor(String name, GgmlType type, long[] shape, long offset, MemorySegment data) {
 
-    public long elementCount() {
-        long n = 1;
-        for (long d : shape) n *= d;
-        return n;
-    }
+    public long elementCount() { return source().elementCount(); }
 
     public long byteSize() { return data.byteSize(); }
 
@@ -24,17 +20,10 @@ public record GgufTensor(String name, GgmlType type, long[] shape, long offset, 
     public GgmlTensor source() { return new GgmlTensor(name, type, shape, data); }
 
     /** Elements per row ({@code shape[0]}). */
-    public int rowLength() { return Math.toIntExact(shape[0]); }
+    public int rowLength() { return source().rowLength(); }
 
     /** Number of rows: the product of every dimension after the first. */
-    public int rows() { return Math.toIntExact(elementCount() / shape[0]); }
+    public int rows() { return source().rows(); }
 
-    public String shapeString() {
-        var sb = new StringBuilder("[");
-        for (int i = 0; i < shape.length; i++) {
-            if (i > 0) sb.append(", ");
-            sb.append(shape[i]);
-        }
-        return sb.append(']').toString();
-    }
+    public String shapeString() { return source().shapeString(); }
 }
