@@ -35,20 +35,6 @@ class HybridMlxGreedyTest {
     @TempDir
     static Path tmp;
 
-    /** Prefills the prompt on a fresh sequence, then decodes {@code n} ids greedily. */
-    static int[] greedy(LoadedModel model, int[] prompt, int n) {
-        try (SequenceKv sequence = model.pool().newSequence()) {
-            KvStore kv = model.newKvStore(sequence);
-            float[] logits = model.prefill(prompt, kv, 512);
-            int[] out = new int[n];
-            for (int i = 0; i < n; i++) {
-                out[i] = argmax(logits);
-                logits = model.step(out[i], kv);
-            }
-            return out;
-        }
-    }
-
     /** How many leading ids agree. */
     static int agreeing(int[] a, int[] b) {
         int k = 0;

@@ -57,19 +57,6 @@ class Qwen35GgufTest {
         for (var map : java.util.List.of(hf, gguf, q8)) map.values().forEach(LoadedModel::close);
     }
 
-    private static int[] greedy(LoadedModel model, int[] prompt, int n) {
-        try (SequenceKv sequence = model.pool().newSequence()) {
-            KvStore kv = model.newKvStore(sequence);
-            float[] logits = model.prefill(prompt, kv, 512);
-            int[] out = new int[n];
-            for (int i = 0; i < n; i++) {
-                out[i] = argmax(logits);
-                logits = model.step(out[i], kv);
-            }
-            return out;
-        }
-    }
-
     /**
      * The GGUF file and the folder compute the same model; their logits (up to ~22 in size) differ by float32 rounding
      * only: llama.cpp's tiled value heads make out_proj sum its columns in another order, ssm_a = −exp(A_log) is

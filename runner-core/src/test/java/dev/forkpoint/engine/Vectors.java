@@ -37,4 +37,18 @@ final class Vectors {
             return model.prefill(prompt, model.newKvStore(sequence), 512);
         }
     }
+
+    /** Prefills {@code prompt} on a fresh sequence in one chunk, then decodes {@code n} ids greedily. */
+    static int[] greedy(LoadedModel model, int[] prompt, int n) {
+        try (SequenceKv sequence = model.pool().newSequence()) {
+            dev.forkpoint.backend.KvStore kv = model.newKvStore(sequence);
+            float[] logits = model.prefill(prompt, kv, 512);
+            int[] out = new int[n];
+            for (int i = 0; i < n; i++) {
+                out[i] = argmax(logits);
+                logits = model.step(out[i], kv);
+            }
+            return out;
+        }
+    }
 }
