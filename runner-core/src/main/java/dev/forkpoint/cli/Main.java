@@ -17,6 +17,7 @@ import java.util.concurrent.Callable;
 @Command(name = "forkpoint", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
         description = "Runs language models (llama, qwen2, qwen3; GGUF and MLX / Hugging Face safetensors) on the JVM.",
         subcommands = {RunCommand.class, ServeCommand.class, ShowCommand.class, TokenizeCommand.class, QuantizeCommand.class, ConvertCommand.class,
+                DoctorCommand.class,
                 CommandLine.HelpCommand.class})
 public final class Main implements Callable<Integer> {
     @Option(names = "--debug", scope = ScopeType.INHERIT, description = "Print stack traces and extra diagnostics.")

@@ -2,7 +2,6 @@ package dev.forkpoint.cli;
 
 import dev.forkpoint.InvalidInputException;
 import dev.forkpoint.backend.BackendChoice;
-import dev.forkpoint.backend.choice.Backends;
 import dev.forkpoint.engine.EngineOptions;
 import dev.forkpoint.engine.GenerationRequest;
 import dev.forkpoint.engine.GenerationResult;
@@ -75,9 +74,8 @@ final class RunCommand implements Callable<Integer> {
     @Option(names = {"-t", "--threads"}, paramLabel = "N", description = "Worker threads; the default is the number of available processors.")
     int threads = Runtime.getRuntime().availableProcessors();
 
-    @Option(names = "--backend", paramLabel = "cpu|mlx|auto",
-            description = "Compute backend: cpu; mlx (Apple Silicon, MLX-C; not in this version); auto = mlx on macOS arm64 when MLX-C loads, else cpu.")
-    String backend = "auto";
+    @picocli.CommandLine.Mixin
+    BackendOption backend = new BackendOption();
 
     @Option(names = "--num-batch", paramLabel = "N", description = "Prompt tokens evaluated per step, 1 … num_ctx (default: 512, or num_ctx if smaller).")
     Integer numBatch;
@@ -104,11 +102,11 @@ final class RunCommand implements Callable<Integer> {
         if (numBatch != null) atLeast("num_batch", numBatch, 1);
         atLeast("num_ctx", numCtx, 0);
         atLeast("threads", threads, 1);
-        BackendChoice choice = BackendChoice.parse(backend);
-        Backends.select(choice);   // refuses --backend mlx here before reading the prompt
+        BackendChoice choice = backend.choice();
+        backend.check();   // refuses an impossible --backend here, before reading the prompt
         String text = prompt.equals("-") ? new String(env.in().readAllBytes(), StandardCharsets.UTF_8) : prompt;
 
-        EngineOptions engine = new EngineOptions(kvCacheBytes, EngineOptions.parseKvType(kvType), 2, checkpointBytes, choice, numCtx);
+        EngineOptions engine = new EngineOptions(kvCacheBytes, EngineOptions.parseKvType(kvType), 2, checkpointBytes, choice, numCtx, backend.mlxLib);
         try (LoadedModel loaded = model.load(env, threads, main.debug(), engine)) {
             var out = env.out();
             var last = new StringBuilder(1);

@@ -1,7 +1,6 @@
 package dev.forkpoint.cli;
 
 import dev.forkpoint.backend.BackendChoice;
-import dev.forkpoint.backend.choice.Backends;
 import dev.forkpoint.InvalidInputException;
 import dev.forkpoint.engine.EngineOptions;
 import dev.forkpoint.engine.LoadedModel;
@@ -79,9 +78,8 @@ final class ServeCommand implements Callable<Integer> {
     @Option(names = {"-t", "--threads"}, paramLabel = "N", description = "Worker threads per model; the default is the number of available processors.")
     int threads = Runtime.getRuntime().availableProcessors();
 
-    @Option(names = "--backend", paramLabel = "cpu|mlx|auto",
-            description = "Compute backend: cpu; mlx (Apple Silicon, MLX-C; not in this version); auto = mlx on macOS arm64 when MLX-C loads, else cpu.")
-    String backend = "auto";
+    @picocli.CommandLine.Mixin
+    BackendOption backend = new BackendOption();
 
     @Option(names = "--kv-cache-bytes", paramLabel = "BYTES",
             description = "KV cache budget per model in bytes; 0 = room for --parallel + 1 sequences of the default num_ctx (committed only as used).")
@@ -148,8 +146,8 @@ final class ServeCommand implements Callable<Integer> {
         OllamaEnvironment ollama = OllamaEnvironment.from(env.env());
         String note = ollama.unsupportedNote();
         if (note != null) env.err().println(note);
-        BackendChoice choice = BackendChoice.parse(backend);
-        Backends.select(choice);   // refuses --backend mlx before listening, not at each model's load
+        BackendChoice choice = backend.choice();
+        backend.check();   // refuses an impossible --backend before listening, not at each model's load
         String h = given("--host") || ollama.host() == null ? host : ollama.host().host();
         int p = given("--port") || ollama.host() == null ? port : ollama.host().port();
         int ctx = given("--num-ctx") || ollama.contextLength() == null ? numCtx : ollama.contextLength();
@@ -163,7 +161,7 @@ final class ServeCommand implements Callable<Integer> {
                 : ollama.keepAlive();
         if (ctx < 0) throw new InvalidInputException("--num-ctx must be >= 0 (0 = $OLLAMA_CONTEXT_LENGTH, else Ollama's default), got " + ctx);
         if (maxLoaded < 0) throw new InvalidInputException("--max-loaded-models must be >= 0 (0 = no limit), got " + maxLoaded);
-        EngineOptions engine = new EngineOptions(kvCacheBytes, kv, Math.max(2, par + 1), checkpointBytes, choice, ctx);
+        EngineOptions engine = new EngineOptions(kvCacheBytes, kv, Math.max(2, par + 1), checkpointBytes, choice, ctx, backend.mlxLib);
         return new ServerConfig(h, p, models, par, queue, apiKey, threads, engine, keep, maxBodyBytes, env.env(),
                 new RequestGuards(Duration.ofSeconds(bodyTimeoutSeconds), bodiesPerClient, allowedHosts, origins)
                         .withOriginsFrom(ollama.origins()), maxLoaded);

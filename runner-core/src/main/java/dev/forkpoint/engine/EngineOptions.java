@@ -23,9 +23,11 @@ import java.util.Locale;
  *                     request with num_ctx 0 gets and what the derived KV budget is sized for; 0 = Ollama's
  *                     {@value LoadedModel#OLLAMA_DEFAULT_NUM_CTX}. Either way at most the model's trained context
  *                     ({@link LoadedModel#defaultNumCtx()}).
+ * @param mlxLibrary   the MLX-C library to load for the MLX backend ({@code --mlx-lib}: a file or folder); null = look in
+ *                     the usual places ({@code FORKPOINT_MLXC_LIB}, Homebrew, an installed Ollama, the loader path)
  */
 public record EngineOptions(long kvCacheBytes, KvElementType kvType, int sequences, long checkpointBytes, BackendChoice backend,
-                            int numCtx) {
+                            int numCtx, String mlxLibrary) {
     /** Checkpoints the derived budget holds per sequence: a prompt's ladder and boundaries, and a reply's end. */
     public static final int DEFAULT_CHECKPOINTS = 24;
 
@@ -35,7 +37,13 @@ public record EngineOptions(long kvCacheBytes, KvElementType kvType, int sequenc
         if (sequences < 1) throw new InvalidInputException("the derived KV budget must hold at least 1 sequence, got " + sequences);
         if (checkpointBytes < 0) throw new InvalidInputException("checkpoint_bytes must be >= 0 (0 = derived from the model's recurrent state), got " + checkpointBytes);
         if (backend == null) backend = BackendChoice.AUTO;
+        if (mlxLibrary != null && mlxLibrary.isBlank()) mlxLibrary = null;
         if (numCtx < 0) throw new InvalidInputException("num_ctx must be >= 0 (0 = Ollama's default " + LoadedModel.OLLAMA_DEFAULT_NUM_CTX + "), got " + numCtx);
+    }
+
+    public EngineOptions(long kvCacheBytes, KvElementType kvType, int sequences, long checkpointBytes, BackendChoice backend,
+                         int numCtx) {
+        this(kvCacheBytes, kvType, sequences, checkpointBytes, backend, numCtx, null);
     }
 
     public EngineOptions(long kvCacheBytes, KvElementType kvType, int sequences, long checkpointBytes, BackendChoice backend) {
@@ -55,7 +63,7 @@ public record EngineOptions(long kvCacheBytes, KvElementType kvType, int sequenc
     }
 
     public EngineOptions withCheckpointBytes(long bytes) {
-        return new EngineOptions(kvCacheBytes, kvType, sequences, bytes, backend, numCtx);
+        return new EngineOptions(kvCacheBytes, kvType, sequences, bytes, backend, numCtx, mlxLibrary);
     }
 
     public static EngineOptions defaults() {
@@ -63,24 +71,29 @@ public record EngineOptions(long kvCacheBytes, KvElementType kvType, int sequenc
     }
 
     public EngineOptions withKvCacheBytes(long bytes) {
-        return new EngineOptions(bytes, kvType, sequences, checkpointBytes, backend, numCtx);
+        return new EngineOptions(bytes, kvType, sequences, checkpointBytes, backend, numCtx, mlxLibrary);
     }
 
     public EngineOptions withSequences(int n) {
-        return new EngineOptions(kvCacheBytes, kvType, n, checkpointBytes, backend, numCtx);
+        return new EngineOptions(kvCacheBytes, kvType, n, checkpointBytes, backend, numCtx, mlxLibrary);
     }
 
     public EngineOptions withKvType(KvElementType type) {
-        return new EngineOptions(kvCacheBytes, type, sequences, checkpointBytes, backend, numCtx);
+        return new EngineOptions(kvCacheBytes, type, sequences, checkpointBytes, backend, numCtx, mlxLibrary);
     }
 
     public EngineOptions withBackend(BackendChoice choice) {
-        return new EngineOptions(kvCacheBytes, kvType, sequences, checkpointBytes, choice, numCtx);
+        return new EngineOptions(kvCacheBytes, kvType, sequences, checkpointBytes, choice, numCtx, mlxLibrary);
+    }
+
+    /** These options with MLX-C looked for at {@code library} (null = the usual places). */
+    public EngineOptions withMlxLibrary(String library) {
+        return new EngineOptions(kvCacheBytes, kvType, sequences, checkpointBytes, backend, numCtx, library);
     }
 
     /** These options with the default context {@code n} (0 = Ollama's default). */
     public EngineOptions withNumCtx(int n) {
-        return new EngineOptions(kvCacheBytes, kvType, sequences, checkpointBytes, backend, n);
+        return new EngineOptions(kvCacheBytes, kvType, sequences, checkpointBytes, backend, n, mlxLibrary);
     }
 
     /** "f32" or "f16" (any case) as an element type; anything else is refused naming kv_type. */

@@ -93,13 +93,13 @@ public final class LoadedModel implements AutoCloseable {
     public static LoadedModel load(Path model, int threads, LoadProgress progress, EngineOptions options) throws IOException {
         if (threads < 1) throw new dev.forkpoint.InvalidInputException("threads must be at least 1, got " + threads);
         if (options == null) options = EngineOptions.defaults();
-        Backends.select(options.backend());   // refuses an impossible --backend before the file is opened
+        Backends.select(options.backend(), options.mlxLibrary());   // refuses an impossible --backend before the file is opened
         ModelFiles file = ModelFiles.open(model);
         Backend backend = null;
         PagePool pool = null;
         try {
             Tokenizer tokenizer = file.tokenizer();
-            backend = Backends.create(options.backend(), threads);
+            backend = Backends.create(options.backend(), options.mlxLibrary(), threads, file.spec().name());
             int total = file.tensors().count();
             Architecture arch = file.load(backend, done -> progress.update(done, total));
             String modelId = modelId(file.contentFiles());

@@ -87,6 +87,11 @@ public final class CpuBackend implements Backend {
      * gate, up and down rows, each at its type's bytes per row): a benchmark's check that decode reads only the
      * chosen experts. Summed over every backend instance and thread.
      */
+    /** What the kernels run with here, for {@code forkpoint doctor}: "Java Vector API, 512-bit float vectors (16 lanes)". */
+    public static String kernels() {
+        return "Java Vector API, " + KernelSupport.F.vectorBitSize() + "-bit float vectors (" + KernelSupport.L + " lanes)";
+    }
+
     public static long moeWeightBytesRead() { return CpuMoe.weightBytesRead(); }
 
     public void close() { pool.close(); }
