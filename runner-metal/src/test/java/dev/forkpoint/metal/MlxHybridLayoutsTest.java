@@ -182,7 +182,7 @@ class MlxHybridLayoutsTest {
                 .put("moe_intermediate_size", expertFfn).put("num_experts", experts).put("num_experts_per_tok", 2)
                 .put("norm_topk_prob", true).put("decoder_sparse_step", 1).put("vocab_size", vocab)
                 .put("rms_norm_eps", 1e-6).put("rope_theta", 1000000.0).put("max_position_embeddings", 2048)
-                .put("tie_word_embeddings", true).put("bos_token_id", 50256).put("eos_token_id", 50256);
+                .put("tie_word_embeddings", false).put("bos_token_id", 50256).put("eos_token_id", 50256);
         config.putArray("mlp_only_layers").add(1);
         new ObjectMapper().writeValue(target.resolve("config.json").toFile(), config);
         for (String f : new String[] {"tokenizer.json", "tokenizer_config.json", "generation_config.json"}) {
@@ -193,6 +193,7 @@ class MlxHybridLayoutsTest {
             SafetensorsWriter out = new SafetensorsWriter();
             matrix(out, arena, random, "model.embed_tokens.weight", vocab, hidden, 1.0);
             norm(out, arena, random, "model.norm.weight", hidden);
+            matrix(out, arena, random, "lm_head.weight", vocab, hidden, 1.0);   // untied: tied ones echo the input token
             for (int l = 0; l < layers; l++) {
                 String p = "model.layers." + l + ".";
                 norm(out, arena, random, p + "input_layernorm.weight", hidden);
