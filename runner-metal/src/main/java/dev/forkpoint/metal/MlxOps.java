@@ -20,12 +20,15 @@ import java.util.List;
 
 /**
  * The ops on MLX: each builds MLX graph nodes on the backend's MLX thread (float32 activations); {@link #logits}
- * evaluates and copies to the host. The attention op evaluates its k and v to store them in the kv-cache pages, then
- * attends with MLX's SDPA over every position of the segment's store, copied from the pages (causal for the step's
- * rows). The activations of a forward pass are owned by the pass: freed when its logits are read, or when a step begins
- * or rolls back on one of the backend's stores (see {@link MlxKvStore}); intermediate handles inside an op are freed
- * at once (MLX's graph keeps what it still needs). So a pass holds all its activations until it ends: correct first,
- * leaner later.
+ * evaluates and copies to the host, together with the recurrent state the pass wrote. The attention op evaluates its k
+ * and v to store them in the kv-cache pages, then attends with MLX's SDPA over every position of the segment's store,
+ * copied from the pages (causal for the step's rows). The hybrids' ops: the causal convolution and the gated delta
+ * rule (its recurrent form, token by token) read each segment's committed state and hand their new state to the open
+ * step; the mixture of experts evaluates its router's logits, routes on the host and multiplies each chosen expert's
+ * rows with slices of the stacked weights. The activations of a forward pass are owned by the pass: freed when its
+ * logits are read, or when a step begins or rolls back on one of the backend's stores (see {@link MlxKvStore});
+ * intermediate handles inside an op are freed at once (MLX's graph keeps what it still needs). So a pass holds all its
+ * activations until it ends: correct first, leaner later.
  * Shape errors MLX finds surface as {@link MlxException}s carrying MLX's message.
  */
 final class MlxOps implements Ops {
