@@ -34,18 +34,20 @@ import java.util.concurrent.Future;
 import java.util.function.Supplier;
 
 /**
- * The backend on MLX arrays through MLX-C (issue 14, deliverable 3, first step): the dense architectures (llama, qwen2,
- * qwen3). The ops build a lazy MLX graph, float32 activations, evaluated when logits are read; the attention op
- * evaluates each layer's k and v to store them in the kv-cache pages (see {@link MlxKvStore}). Every MLX call runs on
- * one thread this backend owns (MLX's streams are thread-local): an op called from any thread is run there and
- * waited for. Weights: F32/F16/BF16 matrices uploaded as stored; Q8_0 and Q4_0 converted exactly to MLX affine
- * 8/4-bit, group 32 (scale d, bias −128·d / −8·d) and multiplied with {@code mlx_quantized_matmul}; MLX affine
- * matrices used as stored; other GGML types and MLX's mxfp4/nvfp4/mxfp8 dequantised to float32 on the host; vectors
- * float32.
+ * The backend on MLX arrays through MLX-C (issue 14, deliverable 3): the dense architectures (llama, qwen2, qwen3) and
+ * the hybrids (qwen35, qwen35moe, qwen3next, qwen3moe: Gated DeltaNet, gated attention, mixtures of experts). The ops
+ * build a lazy MLX graph, float32 activations, evaluated when logits are read; the attention op evaluates each layer's
+ * k and v to store them in the kv-cache pages (see {@link MlxKvStore}), the mixture its router's logits to route on the
+ * host. A hybrid's recurrent state lives in MLX arrays ({@link MlxRecurrentState}), written by a step and committed or
+ * dropped with it. Every MLX call runs on one thread this backend owns (MLX's streams are thread-local): an op called
+ * from any thread is run there and waited for. Weights: F32/F16/BF16 matrices uploaded as stored; Q8_0 and Q4_0
+ * converted exactly to MLX affine 8/4-bit, group 32 (scale d, bias −128·d / −8·d) and multiplied with
+ * {@code mlx_quantized_matmul}; MLX affine matrices used as stored; other GGML types and MLX's mxfp4/nvfp4/mxfp8
+ * dequantised to float32 on the host; vectors float32.
  */
 public final class MlxBackend implements Backend {
     /** The architectures (GGUF names) whose ops this backend implements. */
-    public static final List<String> ARCHITECTURES = List.of("llama", "qwen2", "qwen3");
+    public static final List<String> ARCHITECTURES = List.of("llama", "qwen2", "qwen3", "qwen35", "qwen35moe", "qwen3next", "qwen3moe");
 
     private static final ValueLayout.OfShort I16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
@@ -56,6 +58,7 @@ public final class MlxBackend implements Backend {
     private final MlxSession session;
     private final MlxOps ops;
     private final List<MlxWeight> weights = new ArrayList<>();
+    private final List<MlxRecurrentState> states = new ArrayList<>();   // the stores' recurrent states (MLX thread only)
     private volatile boolean closed;
 
     /** A backend on {@code mlx}, with its own MLX thread and session. */
@@ -92,7 +95,7 @@ public final class MlxBackend implements Backend {
     public void checkArchitecture(String architecture) {
         if (!ARCHITECTURES.contains(architecture)) {
             throw new InvalidInputException("architecture " + architecture + ": the MLX backend runs "
-                    + String.join(", ", ARCHITECTURES) + " so far; use --backend cpu");
+                    + String.join(", ", ARCHITECTURES) + "; use --backend cpu");
         }
     }
 
@@ -129,19 +132,33 @@ public final class MlxBackend implements Backend {
         return copy;
     }
 
+    /**
+     * A store over {@code sequence}; with {@code recurrent}, it also keeps that recurrent state as MLX arrays, freed
+     * when the sequence is closed (at the next step begun on any of this backend's stores) or when the backend closes.
+     */
     public KvStore newKvStore(SequenceKv sequence, RecurrentLayout recurrent) {
-        if (recurrent != null) {
-            throw new InvalidInputException("the MLX backend keeps no recurrent state (it runs "
-                    + String.join(", ", ARCHITECTURES) + " so far); use --backend cpu");
-        }
-        return new MlxKvStore(sequence, this);
+        if (recurrent == null) return new MlxKvStore(sequence, this, null);
+        if (sequence == null) throw new IllegalArgumentException("kv store: sequence is missing");
+        MlxRecurrentState state = new MlxRecurrentState(recurrent, sequence);
+        call(() -> {
+            sweepStates();
+            states.add(state);
+            return null;
+        });
+        return new MlxKvStore(sequence, this, state);
     }
 
     public Ops ops() { return ops; }
 
-    /** Arrays this backend's MLX session holds now: the weights' plus the current pass's activations. */
+    /**
+     * Arrays this backend's MLX session holds now: the weights', the current pass's activations and the recurrent
+     * states of the sequences still open (those of closed ones are freed first).
+     */
     public int liveArrays() {
-        return call(session::liveArrays);
+        return call(() -> {
+            sweepStates();
+            return session.liveArrays();
+        });
     }
 
     /**
@@ -151,9 +168,29 @@ public final class MlxBackend implements Backend {
     public void releaseActivations() {
         if (closed) return;
         call(() -> {
-            ops.releasePass();
+            try {
+                ops.releasePass();
+            } finally {
+                sweepStates();
+            }
             return null;
         });
+    }
+
+    /** Frees the recurrent state of every store whose sequence has been closed (on the MLX thread). */
+    void sweepStates() {
+        RuntimeException first = null;
+        for (var it = states.iterator(); it.hasNext(); ) {
+            MlxRecurrentState st = it.next();
+            if (!st.sequence().isClosed()) continue;
+            it.remove();
+            try {
+                st.free();
+            } catch (RuntimeException e) {
+                if (first == null) first = e;
+            }
+        }
+        if (first != null) throw first;
     }
 
     /** Frees every weight and activation, closes the MLX session and stops the MLX thread. */
@@ -164,6 +201,8 @@ public final class MlxBackend implements Backend {
             submit(() -> {
                 try {
                     ops.releasePass();
+                    for (MlxRecurrentState st : states) st.free();
+                    states.clear();
                     for (MlxWeight w : weights) w.free();
                     weights.clear();
                 } finally {

@@ -1,6 +1,5 @@
 package dev.forkpoint.metal;
 
-import dev.forkpoint.InvalidInputException;
 import dev.forkpoint.backend.Activation;
 import dev.forkpoint.backend.ExpertWeights;
 import dev.forkpoint.backend.Ops;
@@ -21,17 +20,21 @@ import java.util.List;
 
 /**
  * The ops on MLX: each builds MLX graph nodes on the backend's MLX thread (float32 activations); {@link #logits}
- * evaluates and copies to the host. The attention op evaluates its k and v to store them in the kv-cache pages, then
- * attends with MLX's SDPA over every position of the segment's store, copied from the pages (causal for the step's
- * rows). The activations of a forward pass are owned by the pass: freed when its logits are read, or when a step begins
- * or rolls back on one of the backend's stores (see {@link MlxKvStore}); intermediate handles inside an op are freed
- * at once (MLX's graph keeps what it still needs). So a pass holds all its activations until it ends: correct first,
- * leaner later.
+ * evaluates and copies to the host, together with the recurrent state the pass wrote. The attention op evaluates its k
+ * and v to store them in the kv-cache pages, then attends with MLX's SDPA over every position of the segment's store,
+ * copied from the pages (causal for the step's rows). The hybrids' ops: the causal convolution and the gated delta
+ * rule (its recurrent form, token by token) read each segment's committed state and hand their new state to the open
+ * step; the mixture of experts evaluates its router's logits, routes on the host and multiplies each chosen expert's
+ * rows with slices of the stacked weights. The activations of a forward pass are owned by the pass: freed when its
+ * logits are read, or when a step begins or rolls back on one of the backend's stores (see {@link MlxKvStore});
+ * intermediate handles inside an op are freed at once (MLX's graph keeps what it still needs). So a pass holds all its
+ * activations until it ends: correct first, leaner later.
  * Shape errors MLX finds surface as {@link MlxException}s carrying MLX's message.
  */
 final class MlxOps implements Ops {
     private final MlxBackend backend;
     private final List<MlxArray> pass = new ArrayList<>();
+    private final List<MlxRecurrentState> passStates = new ArrayList<>();   // states the pass wrote (evaluated with its logits)
 
     MlxOps(MlxBackend backend) {
         this.backend = backend;
@@ -55,6 +58,7 @@ final class MlxOps implements Ops {
             }
         }
         pass.clear();
+        passStates.clear();
         if (first != null) throw first;
     }
 
@@ -342,6 +346,12 @@ final class MlxOps implements Ops {
                 MlxWeight w = mlx(output);
                 float[] flat;
                 try (MlxArray l = product(in.array(), w)) {
+                    // the recurrent state the pass wrote is evaluated with its logits (one evaluation)
+                    List<MlxArray> outputs = new ArrayList<>();
+                    outputs.add(l);
+                    for (MlxRecurrentState st : passStates) outputs.addAll(st.unevaluated());
+                    s().eval(outputs.toArray(MlxArray[]::new));
+                    for (MlxRecurrentState st : passStates) st.markEvaluated();
                     flat = host(l);
                 }
                 int vocab = w.rows();
@@ -360,28 +370,431 @@ final class MlxOps implements Ops {
         });
     }
 
-    // ---- not yet on MLX: the hybrids' and mixtures' ops (refused at load by MlxBackend.checkArchitecture) ----
+    // ---- the hybrids (Gated DeltaNet, gated attention) and mixtures of experts ----
 
-    private static InvalidInputException notYet(String op) {
-        return new InvalidInputException(op + ": the MLX backend runs " + String.join(", ", MlxBackend.ARCHITECTURES)
-                + " so far; use --backend cpu");
+    public Activation columns(Activation x, int[] columns) {
+        return backend.call(() -> {
+            MlxActivation in = mlx(x);
+            int w = in.width();
+            boolean range = columns.length > 0;
+            for (int i = 0; i < columns.length; i++) {
+                int c = columns[i];
+                if (c < 0 || c >= w) throw new IndexOutOfBoundsException("column " + c + " of " + w);
+                if (c != columns[0] + i) range = false;
+            }
+            MlxSession s = s();
+            if (range) {   // a run of consecutive columns (every split of a fused projection): a slice
+                return keep(s.slice(in.array(), new int[] {0, columns[0]}, new int[] {in.tokens(), columns[0] + columns.length}),
+                        in.tokens(), columns.length);
+            }
+            try (MlxArray idx = s.fromInts(columns, columns.length)) {
+                return keep(s.takeAxis(in.array(), idx, 1), in.tokens(), columns.length);
+            }
+        });
     }
 
-    public Activation columns(Activation x, int[] columns) { throw notYet("columns"); }
+    /** The recurrent state of a segment's store, an MLX one whose open step is exactly the segment's positions. */
+    private static MlxRecurrentState recurrentOf(Segment seg, int layer, String op) {
+        if (!(seg.kv() instanceof MlxKvStore store)) {
+            throw new IllegalArgumentException(op + " needs an MLX kv store, got " + seg.kv().getClass().getName());
+        }
+        MlxRecurrentState st = store.recurrent();
+        if (layer < 0 || layer >= st.layout().layers()) {
+            throw new IndexOutOfBoundsException("linear layer " + layer + " outside [0, " + st.layout().layers() + ")");
+        }
+        seg.requireOpenStep(op);
+        return st;
+    }
 
-    public Activation causalConv1dSilu(Activation x, Weight kernel, List<Segment> segments, int layer) { throw notYet("causalConv1dSilu"); }
+    private static void checkRows(MlxActivation x, List<Segment> segments, String op, String what) {
+        int rows = Segment.rows(segments);
+        if (x.tokens() != rows) throw new IllegalArgumentException(op + ": " + what + " has " + x.tokens() + " rows for " + rows + " segment rows");
+    }
 
-    public Activation l2NormHeads(Activation x, int headDim, float eps, float scale) { throw notYet("l2NormHeads"); }
+    /**
+     * Per segment: xin = [committed window ; its rows of x] ([K−1+n, C]), out row t = silu(Σ_j kernel[:, j] ⊙ xin[t+j]),
+     * the new window xin's last K−1 rows (made contiguous, so that it holds no more than itself) handed to the open
+     * step. Every check and every MLX node comes first; the windows are handed over only when all were built.
+     */
+    public Activation causalConv1dSilu(Activation x, Weight kernel, List<Segment> segments, int layer) {
+        return backend.call(() -> {
+            MlxActivation in = mlx(x);
+            MlxWeight kw = mlx(kernel);
+            int channels = in.width(), taps = kw.cols();
+            if (kw.kind != MlxWeight.Kind.DENSE) {
+                throw new IllegalArgumentException("causal conv1d: kernel " + kernel.name() + " is " + kw.kind + ", a channels × K matrix was expected");
+            }
+            if (kw.rows() != channels) {
+                throw new IllegalArgumentException("causal conv1d: kernel " + kernel.name() + " has " + kw.rows() + " rows for " + channels + " channels");
+            }
+            checkRows(in, segments, "causal conv1d", "x");
+            int n = segments.size();
+            MlxRecurrentState[] states = new MlxRecurrentState[n];
+            for (int i = 0; i < n; i++) {
+                states[i] = recurrentOf(segments.get(i), layer, "causal conv1d");
+                var lay = states[i].layout();
+                if (lay.convChannels() != channels || lay.convKernel() != taps) {
+                    throw new IllegalArgumentException("causal conv1d of " + channels + " channels with kernel " + taps
+                            + ", but the recurrent state keeps windows of " + lay.convChannels() + " channels for kernel " + lay.convKernel());
+                }
+            }
+            MlxSession s = s();
+            int hist = taps - 1;
+            List<MlxArray> temps = new ArrayList<>(), outs = new ArrayList<>();
+            MlxArray[] windows = new MlxArray[n];
+            boolean handed = false;
+            try {
+                MlxArray kF = temp(temps, s.astype(kw.array, MlxC.MLX_FLOAT32));
+                MlxArray kT = temp(temps, s.transpose(kF, 1, 0));   // [K, C]
+                MlxArray[] tap = new MlxArray[taps];
+                for (int j = 0; j < taps; j++) tap[j] = temp(temps, s.slice(kT, new int[] {j, 0}, new int[] {j + 1, channels}));
+                for (int i = 0, row = 0; i < n; i++) {
+                    int len = segments.get(i).tokens().length;
+                    MlxArray rows = temp(temps, s.slice(in.array(), new int[] {row, 0}, new int[] {row + len, channels}));
+                    MlxArray xin = temp(temps, s.concatenate(0, states[i].conv(s, layer), rows));
+                    MlxArray acc = null;
+                    for (int j = 0; j < taps; j++) {
+                        MlxArray shifted = temp(temps, s.slice(xin, new int[] {j, 0}, new int[] {j + len, channels}));
+                        MlxArray term = temp(temps, s.multiply(shifted, tap[j]));
+                        acc = acc == null ? term : temp(temps, s.add(acc, term));
+                    }
+                    MlxArray sig = temp(temps, s.sigmoid(acc));
+                    outs.add(s.multiply(acc, sig));
+                    MlxArray last = temp(temps, s.slice(xin, new int[] {len, 0}, new int[] {len + hist, channels}));
+                    windows[i] = s.contiguous(last);
+                    row += len;
+                }
+                MlxArray out = outs.size() == 1 ? outs.removeFirst() : s.concatenate(0, outs.toArray(MlxArray[]::new));
+                MlxActivation result = keep(out, in.tokens(), channels);
+                for (int i = 0; i < n; i++) states[i].setPendingConv(layer, windows[i]);
+                handed = true;
+                touched(states);
+                return result;
+            } finally {
+                for (MlxArray t : temps) t.close();
+                for (MlxArray o : outs) o.close();
+                if (!handed) for (MlxArray w : windows) if (w != null) w.close();
+            }
+        });
+    }
 
+    private static MlxArray temp(List<MlxArray> temps, MlxArray a) {
+        temps.add(a);
+        return a;
+    }
+
+    /** A float32 array of one value (broadcast by MLX), for the caller to close. */
+    private MlxArray scalar(float v) {
+        return s().fromFloats(new float[] {v}, 1);
+    }
+
+    public Activation l2NormHeads(Activation x, int headDim, float eps, float scale) {
+        return backend.call(() -> {
+            MlxActivation in = mlx(x);
+            if (headDim <= 0 || in.width() % headDim != 0) throw new IllegalArgumentException("heads of " + headDim + " in width " + in.width());
+            MlxSession s = s();
+            List<MlxArray> temps = new ArrayList<>();
+            try {
+                MlxArray heads = temp(temps, s.reshape(in.array(), in.tokens(), in.width() / headDim, headDim));
+                MlxArray sq = temp(temps, s.square(heads));
+                MlxArray ss = temp(temps, s.sumAxis(sq, 2, true));
+                MlxArray ssEps = temp(temps, s.add(ss, temp(temps, scalar(eps))));
+                MlxArray inv = temp(temps, s.rsqrt(ssEps));
+                if (scale != 1f) inv = temp(temps, s.multiply(inv, temp(temps, scalar(scale))));
+                MlxArray normed = temp(temps, s.multiply(heads, inv));
+                return keep(s.reshape(normed, in.tokens(), in.width()), in.tokens(), in.width());
+            } finally {
+                for (MlxArray t : temps) t.close();
+            }
+        });
+    }
+
+    /**
+     * The delta rule in its recurrent form, token by token (the CPU takes a chunked form for long segments; both agree
+     * to float rounding). The gates of every row first, in one go: decay = exp(−exp(aLog) · softplus(a + dtBias)),
+     * softplus(x) = logaddexp(x, 0), β = sigmoid(b); q and k repeated to the value heads (value head j reads key head
+     * j / (Hv/Hk)). Then per token, S [1, Hv, Dk, Dv] (the committed state at first): S ← S·decay;
+     * δ = (v − kᵀS)·β; S ← S + k δᵀ; out = qᵀS. Each segment's last S goes to its open step.
+     */
     public Activation gatedDeltaRule(Activation q, Activation k, Activation v, Activation a, Activation b, Weight aLog,
                                      Weight dtBias, List<Segment> segments, int layer, int keyHeads, int valueHeads,
                                      int keyDim, int valueDim) {
-        throw notYet("gatedDeltaRule");
+        return backend.call(() -> {
+            if (keyHeads < 1 || valueHeads < 1 || keyDim < 1 || valueDim < 1 || valueHeads % keyHeads != 0) {
+                throw new IllegalArgumentException("gated delta rule: " + valueHeads + " value heads cannot share " + keyHeads
+                        + " key heads (dims " + keyDim + "/" + valueDim + ")");
+            }
+            MlxActivation qa = mlx(q), ka = mlx(k), va = mlx(v), aa = mlx(a), ba = mlx(b);
+            int tokens = Segment.rows(segments);
+            int qkW = keyHeads * keyDim, vW = valueHeads * valueDim;
+            checkShape(qa, tokens, qkW, "q");
+            checkShape(ka, tokens, qkW, "k");
+            checkShape(va, tokens, vW, "v");
+            checkShape(aa, tokens, valueHeads, "a");
+            checkShape(ba, tokens, valueHeads, "b");
+            MlxWeight decayLog = vector(aLog, valueHeads, "the gated delta rule's A_log");
+            MlxWeight bias = vector(dtBias, valueHeads, "the gated delta rule's dt_bias");
+            int n = segments.size();
+            MlxRecurrentState[] states = new MlxRecurrentState[n];
+            for (int i = 0; i < n; i++) {
+                states[i] = recurrentOf(segments.get(i), layer, "gated delta rule");
+                var lay = states[i].layout();
+                if (lay.valueHeads() != valueHeads || lay.keyDim() != keyDim || lay.valueDim() != valueDim) {
+                    throw new IllegalArgumentException("gated delta rule over " + valueHeads + " heads of " + keyDim + "×" + valueDim
+                            + ", but the recurrent state keeps " + lay.valueHeads() + " heads of " + lay.keyDim() + "×" + lay.valueDim());
+                }
+            }
+            MlxSession s = s();
+            List<MlxArray> temps = new ArrayList<>(), outs = new ArrayList<>();
+            MlxArray[] finals = new MlxArray[n];
+            boolean handed = false;
+            try {
+                // gates of every row and value head: [T, Hv, 1, 1]
+                MlxArray zero = temp(temps, scalar(0f));
+                MlxArray shifted = temp(temps, s.add(aa.array(), bias.array));
+                MlxArray softplus = temp(temps, s.logaddexp(shifted, zero));
+                MlxArray rate = temp(temps, s.exp(decayLog.array));
+                MlxArray g = temp(temps, s.multiply(softplus, rate));
+                MlxArray negG = temp(temps, s.subtract(zero, g));
+                MlxArray decay = temp(temps, s.reshape(temp(temps, s.exp(negG)), tokens, valueHeads, 1, 1));
+                MlxArray beta = temp(temps, s.reshape(temp(temps, s.sigmoid(ba.array())), tokens, valueHeads, 1, 1));
+                // q, k per value head: [T, Hv, 1, Dk] (and k as columns [T, Hv, Dk, 1]); v [T, Hv, 1, Dv]
+                MlxArray qh = temp(temps, s.reshape(qa.array(), tokens, keyHeads, keyDim));
+                MlxArray kh = temp(temps, s.reshape(ka.array(), tokens, keyHeads, keyDim));
+                if (valueHeads != keyHeads) {
+                    int ratio = valueHeads / keyHeads;
+                    int[] idx = new int[valueHeads];
+                    for (int j = 0; j < valueHeads; j++) idx[j] = j / ratio;
+                    MlxArray heads = temp(temps, s.fromInts(idx, valueHeads));
+                    qh = temp(temps, s.takeAxis(qh, heads, 1));
+                    kh = temp(temps, s.takeAxis(kh, heads, 1));
+                }
+                MlxArray qRow = temp(temps, s.reshape(qh, tokens, valueHeads, 1, keyDim));
+                MlxArray kRow = temp(temps, s.reshape(kh, tokens, valueHeads, 1, keyDim));
+                MlxArray kCol = temp(temps, s.reshape(kh, tokens, valueHeads, keyDim, 1));
+                MlxArray vRow = temp(temps, s.reshape(va.array(), tokens, valueHeads, 1, valueDim));
+                for (int i = 0, row = 0; i < n; i++) {
+                    int len = segments.get(i).tokens().length;
+                    MlxArray st = temp(temps, s.reshape(states[i].state(s, layer), 1, valueHeads, keyDim, valueDim));
+                    for (int t = row; t < row + len; t++) {
+                        MlxArray dt = temp(temps, token(decay, t));
+                        MlxArray bt = temp(temps, token(beta, t));
+                        MlxArray kt = temp(temps, token(kRow, t));
+                        MlxArray kc = temp(temps, token(kCol, t));
+                        MlxArray vt = temp(temps, token(vRow, t));
+                        MlxArray qt = temp(temps, token(qRow, t));
+                        MlxArray decayed = temp(temps, s.multiply(st, dt));
+                        MlxArray recalled = temp(temps, s.matmul(kt, decayed));          // kᵀS: [1, Hv, 1, Dv]
+                        MlxArray err = temp(temps, s.subtract(vt, recalled));
+                        MlxArray delta = temp(temps, s.multiply(err, bt));
+                        MlxArray outer = temp(temps, s.matmul(kc, delta));              // k δᵀ: [1, Hv, Dk, Dv]
+                        st = temp(temps, s.add(decayed, outer));
+                        outs.add(s.matmul(qt, st));                                      // qᵀS: [1, Hv, 1, Dv]
+                    }
+                    finals[i] = s.reshape(st, valueHeads, keyDim, valueDim);
+                    row += len;
+                }
+                MlxArray all = outs.size() == 1 ? outs.getFirst() : temp(temps, s.concatenate(0, outs.toArray(MlxArray[]::new)));
+                MlxActivation result = keep(s.reshape(all, tokens, vW), tokens, vW);
+                for (int i = 0; i < n; i++) states[i].setPendingState(layer, finals[i]);
+                handed = true;
+                touched(states);
+                return result;
+            } finally {
+                for (MlxArray t : temps) t.close();
+                for (MlxArray o : outs) o.close();
+                if (!handed) for (MlxArray f : finals) if (f != null) f.close();
+            }
+        });
     }
 
-    public Activation gatedRmsNorm(Activation x, Activation z, Weight gamma, int headDim, float eps) { throw notYet("gatedRmsNorm"); }
+    /** Row t of a [T, …] array, as [1, …]. */
+    private MlxArray token(MlxArray a, int t) {
+        int[] shape = a.shape();
+        int[] start = new int[shape.length], stop = shape.clone();
+        start[0] = t;
+        stop[0] = t + 1;
+        return s().slice(a, start, stop);
+    }
 
-    public Activation sigmoidGate(Activation x, Activation gate) { throw notYet("sigmoidGate"); }
+    private static void checkShape(MlxActivation a, int tokens, int width, String what) {
+        if (a.tokens() != tokens || a.width() != width) {
+            throw new IllegalArgumentException("gated delta rule: " + what + " is " + a.tokens() + "×" + a.width() + ", expected " + tokens + "×" + width);
+        }
+    }
 
-    public Activation moe(Activation x, ExpertWeights experts) { throw notYet("moe"); }
+    /** The states a pass wrote, evaluated with its logits. */
+    private void touched(MlxRecurrentState[] states) {
+        for (MlxRecurrentState st : states) if (!passStates.contains(st)) passStates.add(st);
+    }
+
+    public Activation gatedRmsNorm(Activation x, Activation z, Weight gamma, int headDim, float eps) {
+        return backend.call(() -> {
+            MlxActivation in = mlx(x), gate = mlx(z);
+            sameShape(in, gate, "gated rms norm");
+            MlxWeight g = vector(gamma, headDim, "gated rms norm");
+            if (headDim <= 0 || in.width() % headDim != 0) throw new IllegalArgumentException("heads of " + headDim + " in width " + in.width());
+            MlxSession s = s();
+            try (MlxArray heads = s.reshape(in.array(), in.tokens(), in.width() / headDim, headDim);
+                 MlxArray normed = s.rmsNorm(heads, g.array, eps);
+                 MlxArray flat = s.reshape(normed, in.tokens(), in.width());
+                 MlxArray sig = s.sigmoid(gate.array());
+                 MlxArray silu = s.multiply(gate.array(), sig)) {
+                return keep(s.multiply(flat, silu), in.tokens(), in.width());
+            }
+        });
+    }
+
+    public Activation sigmoidGate(Activation x, Activation gate) {
+        return backend.call(() -> {
+            MlxActivation in = mlx(x), g = mlx(gate);
+            if (g.tokens() != in.tokens() || (g.width() != in.width() && g.width() != 1)) {
+                throw new IllegalArgumentException("sigmoid gate of " + g.tokens() + "×" + g.width() + " for " + in.tokens() + "×" + in.width());
+            }
+            MlxSession s = s();
+            try (MlxArray sig = s.sigmoid(g.array())) {   // a [T, 1] gate broadcasts over the row
+                return keep(s.multiply(in.array(), sig), in.tokens(), in.width());
+            }
+        });
+    }
+
+    /**
+     * The mixture: the router's logits are evaluated and routed on the host (softmax in double, the top k with ties to
+     * the lower expert index, renormalised when asked: as the CPU backend routes); then each chosen expert multiplies
+     * only the rows routed to it with only its rows of the stacked weights (a slice of the uploaded matrix; gate and
+     * up as one product when fused), h = silu(g) ⊙ u, y = down(h), and a host-made placement matrix P [T, n_e]
+     * (P[token, i] = the weight of the expert for its i-th row) adds P·y to the output, in ascending expert order.
+     */
+    public Activation moe(Activation x, ExpertWeights experts) {
+        return backend.call(() -> {
+            MlxActivation in = mlx(x);
+            int n = in.tokens(), dim = experts.dim(), count = experts.count(), topK = experts.topK(), ffn = experts.ffnDim();
+            if (in.width() != dim) throw new IllegalArgumentException("experts take " + dim + " inputs, the activation has " + in.width());
+            MlxWeight router = mlx(experts.router());
+            if (router.cols() != dim) {
+                throw new IllegalArgumentException(router.name() + " takes " + router.cols() + " inputs, the experts " + dim);
+            }
+            MlxSession s = s();
+            float[] logits;
+            try (MlxArray l = product(in.array(), router)) {
+                logits = host(l);
+            }
+            int[] chosen = new int[n * topK];
+            float[] weights = new float[n * topK];
+            route(logits, n, count, topK, experts.renormalize(), chosen, weights);
+            ExpertWeights.ExpertRows gate = experts.gate(), up = experts.up(), down = experts.down();
+            boolean fused = gate.perExpert() == null && up.perExpert() == null && gate.weight() == up.weight()
+                    && up.stride() == gate.stride() && up.offset() == gate.offset() + ffn;
+            List<MlxArray> temps = new ArrayList<>();
+            MlxArray acc = null;
+            try {
+                for (int e = 0; e < count; e++) {
+                    int ne = 0;
+                    for (int c : chosen) if (c == e) ne++;
+                    if (ne == 0) continue;
+                    int[] rows = new int[ne];
+                    float[] place = new float[n * ne];
+                    for (int t = 0, i = 0; t < n; t++) {
+                        for (int j = 0; j < topK; j++) {
+                            if (chosen[t * topK + j] != e) continue;
+                            rows[i] = t;
+                            place[t * ne + i] = weights[t * topK + j];
+                            i++;
+                        }
+                    }
+                    MlxArray xe = in.array();
+                    if (ne != n) {
+                        MlxArray idx = temp(temps, s.fromInts(rows, ne));
+                        xe = temp(temps, s.takeAxis(in.array(), idx, 0));
+                    }
+                    MlxArray g, u;
+                    if (fused) {
+                        MlxArray gu = temp(temps, productRows(xe, mlx(gate.weight(e)), gate.firstRow(e), 2 * ffn));
+                        g = temp(temps, s.slice(gu, new int[] {0, 0}, new int[] {ne, ffn}));
+                        u = temp(temps, s.slice(gu, new int[] {0, ffn}, new int[] {ne, 2 * ffn}));
+                    } else {
+                        g = temp(temps, productRows(xe, mlx(gate.weight(e)), gate.firstRow(e), ffn));
+                        u = temp(temps, productRows(xe, mlx(up.weight(e)), up.firstRow(e), ffn));
+                    }
+                    MlxArray sig = temp(temps, s.sigmoid(g));
+                    MlxArray silu = temp(temps, s.multiply(g, sig));
+                    MlxArray h = temp(temps, s.multiply(silu, u));
+                    MlxArray y = temp(temps, productRows(h, mlx(down.weight(e)), down.firstRow(e), dim));
+                    MlxArray p = temp(temps, s.fromFloats(place, n, ne));
+                    MlxArray contribution = temp(temps, s.matmul(p, y));
+                    acc = acc == null ? contribution : temp(temps, s.add(acc, contribution));
+                }
+                if (acc == null) throw new IllegalStateException("no expert was chosen for " + n + " rows");
+                return keep(s.contiguous(acc), n, dim);
+            } finally {
+                for (MlxArray t : temps) t.close();
+            }
+        });
+    }
+
+    /** x · (rows [first, first + count) of w)ᵀ: a slice of the uploaded matrix (codes, scales and biases alike). */
+    private MlxArray productRows(MlxArray x, MlxWeight w, int first, int count) {
+        if (first < 0 || count < 1 || first + count > w.rows()) {
+            throw new IndexOutOfBoundsException(w.name() + ": rows [" + first + ", " + (first + count) + ") of " + w.rows());
+        }
+        MlxSession s = s();
+        return switch (w.kind) {
+            case DENSE -> {
+                try (MlxArray rows = s.slice(w.array, new int[] {first, 0}, new int[] {first + count, w.cols()});
+                     MlxArray t = s.transpose(rows, 1, 0)) {
+                    yield s.matmul(x, t);
+                }
+            }
+            case AFFINE -> {
+                int[] codesShape = w.array.shape(), groupsShape = w.scales.shape();
+                try (MlxArray codes = s.slice(w.array, new int[] {first, 0}, new int[] {first + count, codesShape[1]});
+                     MlxArray scales = s.slice(w.scales, new int[] {first, 0}, new int[] {first + count, groupsShape[1]});
+                     MlxArray biases = s.slice(w.biases, new int[] {first, 0}, new int[] {first + count, groupsShape[1]})) {
+                    yield s.quantizedMatmul(x, codes, scales, biases, true, w.groupSize, w.bits, "affine");
+                }
+            }
+            case VECTOR -> throw new IllegalArgumentException(w.name() + " is a vector, not an expert's matrix");
+        };
+    }
+
+    /**
+     * Per row t: p = softmax(logits[t·count …]) in double, the topK largest (of equal p the lower index; a NaN never
+     * before a number), in ascending expert order, with weights p (÷ Σ chosen p when renormalising).
+     */
+    static void route(float[] logits, int n, int count, int topK, boolean renormalize, int[] chosen, float[] weights) {
+        float[] p = new float[count];
+        boolean[] taken = new boolean[count];
+        int[] pick = new int[topK];
+        for (int t = 0; t < n; t++) {
+            int o = t * count;
+            float max = Float.NEGATIVE_INFINITY;
+            for (int e = 0; e < count; e++) max = Math.max(max, logits[o + e]);
+            double[] ex = new double[count];
+            double sum = 0;
+            for (int e = 0; e < count; e++) {
+                ex[e] = Math.exp((double) logits[o + e] - max);
+                sum += ex[e];
+            }
+            for (int e = 0; e < count; e++) {
+                p[e] = (float) (ex[e] / sum);
+                taken[e] = false;
+            }
+            for (int k = 0; k < topK; k++) {
+                int best = -1;
+                for (int e = 0; e < count; e++) {
+                    if (taken[e]) continue;
+                    if (best < 0 || p[e] > p[best] || (Float.isNaN(p[best]) && !Float.isNaN(p[e]))) best = e;
+                }
+                taken[best] = true;
+                pick[k] = best;
+            }
+            java.util.Arrays.sort(pick);
+            double total = 0;
+            for (int k = 0; k < topK; k++) total += p[pick[k]];
+            for (int k = 0; k < topK; k++) {
+                chosen[t * topK + k] = pick[k];
+                weights[t * topK + k] = renormalize ? (float) (p[pick[k]] / total) : p[pick[k]];
+            }
+        }
+    }
 }

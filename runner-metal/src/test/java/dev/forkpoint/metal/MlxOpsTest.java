@@ -26,7 +26,9 @@ import org.junit.jupiter.api.Test;
 /**
  * Each op the dense architectures use, on the MLX backend and on the CPU backend (the reference semantics), from the
  * same inputs: the parts stories260K does not reach (Qwen's q/k norms, biases, NeoX RoPE, Llama 3 frequency factors,
- * partial rotation, grouped-query attention over several segments, F16 KV pages). Run when MLX-C is found.
+ * partial rotation, grouped-query attention over several segments, F16 KV pages), and the hybrids' ones (columns,
+ * gates, norms, the Gated DeltaNet ops over several segments with carried state, the mixture of experts). Run when
+ * MLX-C is found.
  */
 @Tag("mlx")
 class MlxOpsTest {
@@ -157,5 +159,130 @@ class MlxOpsTest {
                 assertEquals(0, kv.length());
             }
         }
+    }
+    // ---- the hybrids' and mixtures' ops ----
+
+    @Test
+    void columnsGatesAndNorms() {
+        same("hybrid elementwise", 5, (b, r) -> {
+            Ops o = b.ops();
+            Activation x = input(b, r, TOKENS, 48), z = input(b, r, TOKENS, 48), one = input(b, r, TOKENS, 1);
+            Weight gamma = b.weight(new HostMatrix("g", random(r, 16), 1, 16));
+            return new Activation[] {o.columns(x, new int[] {40, 3, 3, 17, 0}), o.columns(x, new int[] {8, 9, 10, 11}),
+                    o.l2NormHeads(x, 16, 1e-6f, 0.25f), o.l2NormHeads(x, 12, 1e-6f, 1f), o.sigmoidGate(x, z),
+                    o.sigmoidGate(x, one), o.gatedRmsNorm(x, z, gamma, 16, 1e-6f)};
+        });
+    }
+
+    /**
+     * The Gated DeltaNet ops with carried state: a first step on each of two sequences alone (20 tokens: the CPU
+     * takes its chunked form; 3 tokens: its recurrent form), then one pass over both (2 and 3 rows), which continues
+     * each sequence's window and matrix; value heads sharing key heads (4 of 2).
+     */
+    @Test
+    void causalConvAndTheGatedDeltaRuleContinueEachSegmentsState() {
+        int hk = 2, hv = 4, dk = 8, dv = 6, taps = 4, channels = 2 * hk * dk + hv * dv;
+        same("gated delta net", 6, (b, r) -> {
+            Ops o = b.ops();
+            var layout = new dev.forkpoint.backend.RecurrentLayout(2, channels, taps, hv, dk, dv);
+            KvLayout kvLayout = new KvLayout(1, 8, KvElementType.F32, 4);
+            PagePool pool = new PagePool(kvLayout, kvLayout.budgetFor(64, 4));
+            KvStore a = b.newKvStore(pool.newSequence(), layout), c = b.newKvStore(pool.newSequence(), layout);
+            Weight[] kernel = new Weight[2], aLog = new Weight[2], dtBias = new Weight[2];
+            for (int l = 0; l < 2; l++) {
+                kernel[l] = b.weight(new HostMatrix("conv" + l, random(r, channels * taps), channels, taps));
+                aLog[l] = b.weight(new HostMatrix("A_log" + l, random(r, hv), 1, hv));
+                dtBias[l] = b.weight(new HostMatrix("dt_bias" + l, random(r, hv), 1, hv));
+            }
+            java.util.function.Function<List<Segment>, Activation[]> layers = segments -> {
+                int n = Segment.rows(segments);
+                Activation[] out = new Activation[4];
+                for (int l = 0; l < 2; l++) {
+                    Activation conv = o.causalConv1dSilu(input(b, r, n, channels), kernel[l], segments, l);
+                    Activation q = o.l2NormHeads(o.columns(conv, range(0, hk * dk)), dk, 1e-6f, (float) (1 / Math.sqrt(dk)));
+                    Activation k = o.l2NormHeads(o.columns(conv, range(hk * dk, hk * dk)), dk, 1e-6f, 1f);
+                    Activation v = o.columns(conv, range(2 * hk * dk, hv * dv));
+                    out[2 * l] = conv;
+                    out[2 * l + 1] = o.gatedDeltaRule(q, k, v, input(b, r, n, hv), input(b, r, n, hv), aLog[l], dtBias[l],
+                            segments, l, hk, hv, dk, dv);
+                }
+                return out;
+            };
+            for (KvStore kv : List.of(a, c)) {
+                int n = kv == a ? 20 : 3;
+                kv.begin(n);
+                layers.apply(List.of(new Segment(new int[n], 0, kv)));
+                kv.prepareCommit();
+                kv.commit();
+            }
+            a.begin(2);
+            c.begin(3);
+            Activation[] out = layers.apply(List.of(new Segment(new int[2], 20, a), new Segment(new int[3], 3, c)));
+            a.commit();
+            c.commit();
+            return out;
+        });
+    }
+
+    private static int[] range(int from, int n) {
+        int[] v = new int[n];
+        for (int i = 0; i < n; i++) v[i] = from + i;
+        return v;
+    }
+
+    /**
+     * The mixture over 7 rows: 6 experts, top-2, renormalised or not; gate and up fused in one stacked tensor (rows of
+     * expert e at e·2I) or separate, as float32 or MLX affine 4-bit matrices (a slice of the codes, scales and biases).
+     */
+    @Test
+    void mixtureOfExpertsFusedSeparateAndQuantised() {
+        int experts = 6, dim = 64, ffn = 32, rows = 7;
+        same("moe", 7, (b, r) -> {
+            Ops o = b.ops();
+            Activation x = input(b, r, rows, dim);
+            Weight router = b.weight(new HostMatrix("router", random(r, experts * dim), experts, dim));
+            try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+                Activation[] out = new Activation[3];
+                for (int variant = 0; variant < 3; variant++) {
+                    float[] gu = random(r, experts * 2 * ffn * dim), down = random(r, experts * dim * ffn);
+                    for (int i = 0; i < down.length; i++) down[i] *= 0.1f;
+                    boolean quantised = variant == 2;
+                    Weight guW = matrix(b, "gate_up", gu, experts * 2 * ffn, dim, quantised, arena);
+                    Weight downW = matrix(b, "down", down, experts * dim, ffn, quantised, arena);
+                    dev.forkpoint.backend.ExpertWeights w;
+                    if (variant == 1) {   // separate gate and up tensors, each [E, I, H]
+                        float[] g = new float[experts * ffn * dim], u = new float[experts * ffn * dim];
+                        for (int e = 0; e < experts; e++) {
+                            System.arraycopy(gu, e * 2 * ffn * dim, g, e * ffn * dim, ffn * dim);
+                            System.arraycopy(gu, (e * 2 + 1) * ffn * dim, u, e * ffn * dim, ffn * dim);
+                        }
+                        Weight gW = matrix(b, "gate", g, experts * ffn, dim, false, arena), uW = matrix(b, "up", u, experts * ffn, dim, false, arena);
+                        w = new dev.forkpoint.backend.ExpertWeights(router, new dev.forkpoint.backend.ExpertWeights.ExpertRows(gW, ffn, 0, ffn),
+                                new dev.forkpoint.backend.ExpertWeights.ExpertRows(uW, ffn, 0, ffn),
+                                new dev.forkpoint.backend.ExpertWeights.ExpertRows(downW, dim, 0, dim), experts, 2, false);
+                    } else {
+                        w = new dev.forkpoint.backend.ExpertWeights(router, new dev.forkpoint.backend.ExpertWeights.ExpertRows(guW, 2 * ffn, 0, ffn),
+                                new dev.forkpoint.backend.ExpertWeights.ExpertRows(guW, 2 * ffn, ffn, ffn),
+                                new dev.forkpoint.backend.ExpertWeights.ExpertRows(downW, dim, 0, dim), experts, 2, true);
+                    }
+                    out[variant] = o.moe(x, w);
+                }
+                return out;
+            }
+        });
+    }
+
+    /**
+     * A float32 matrix, or an MLX affine 4-bit one: on MLX as quantised, on the CPU as its exact dequantised values
+     * (the CPU's quantised kernels round the activations to 8 bits, so its float kernel is the reference here).
+     */
+    private static Weight matrix(Backend b, String name, float[] v, int rows, int cols, boolean quantised, java.lang.foreign.Arena arena) {
+        if (!quantised) return b.weight(new HostMatrix(name, v, rows, cols));
+        var t = dev.forkpoint.tensor.AffineCodec.quantize(v, rows, cols, new dev.forkpoint.tensor.AffineFormat(4, 32),
+                dev.forkpoint.tensor.GgmlType.F16).toTensor(name, dev.forkpoint.tensor.GgmlType.F16, arena);
+        if (b instanceof MlxBackend) return b.weight(t);
+        float[] exact = new float[rows * cols];
+        for (int row = 0; row < rows; row++) dev.forkpoint.tensor.AffineCodec.dequantizeRow(t, row, exact, row * cols);
+        return b.weight(new HostMatrix(name, exact, rows, cols));
     }
 }

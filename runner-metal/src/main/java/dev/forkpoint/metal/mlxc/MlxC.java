@@ -136,6 +136,21 @@ public final class MlxC {
             FunctionDescriptor.of(C_INT, C_POINTER, mlx_array, C_INT, C_BOOL, mlx_optional_float, C_FLOAT, C_INT, mlx_array, mlx_stream);
     public static final FunctionDescriptor mlx_fast_scaled_dot_product_attention$DESC =
             FunctionDescriptor.of(C_INT, C_POINTER, mlx_array, mlx_array, mlx_array, C_FLOAT, C_POINTER, mlx_array, mlx_array, mlx_stream);
+    // the hybrids' ops (Gated DeltaNet gates, l2 norm, a fresh state)
+    public static final FunctionDescriptor mlx_exp$DESC =
+            FunctionDescriptor.of(C_INT, C_POINTER, mlx_array, mlx_stream);
+    public static final FunctionDescriptor mlx_rsqrt$DESC =
+            FunctionDescriptor.of(C_INT, C_POINTER, mlx_array, mlx_stream);
+    public static final FunctionDescriptor mlx_square$DESC =
+            FunctionDescriptor.of(C_INT, C_POINTER, mlx_array, mlx_stream);
+    public static final FunctionDescriptor mlx_subtract$DESC =
+            FunctionDescriptor.of(C_INT, C_POINTER, mlx_array, mlx_array, mlx_stream);
+    public static final FunctionDescriptor mlx_logaddexp$DESC =
+            FunctionDescriptor.of(C_INT, C_POINTER, mlx_array, mlx_array, mlx_stream);
+    public static final FunctionDescriptor mlx_sum_axis$DESC =
+            FunctionDescriptor.of(C_INT, C_POINTER, mlx_array, C_INT, C_BOOL, mlx_stream);
+    public static final FunctionDescriptor mlx_zeros$DESC =
+            FunctionDescriptor.of(C_INT, C_POINTER, C_POINTER, C_SIZE_T, C_INT, mlx_stream);
 
     /** Every function bound here, by C name, in binding order (the error handler first). */
     public static final Map<String, FunctionDescriptor> FUNCTIONS = functions();
@@ -183,6 +198,13 @@ public final class MlxC {
     private final MethodHandle mlx_fast_rms_norm$MH;
     private final MethodHandle mlx_fast_rope$MH;
     private final MethodHandle mlx_fast_scaled_dot_product_attention$MH;
+    private final MethodHandle mlx_exp$MH;
+    private final MethodHandle mlx_rsqrt$MH;
+    private final MethodHandle mlx_square$MH;
+    private final MethodHandle mlx_subtract$MH;
+    private final MethodHandle mlx_logaddexp$MH;
+    private final MethodHandle mlx_sum_axis$MH;
+    private final MethodHandle mlx_zeros$MH;
 
     private MlxC(String where, Map<String, MethodHandle> h) {
         this.where = where;
@@ -228,6 +250,13 @@ public final class MlxC {
         mlx_fast_rms_norm$MH = h.get("mlx_fast_rms_norm");
         mlx_fast_rope$MH = h.get("mlx_fast_rope");
         mlx_fast_scaled_dot_product_attention$MH = h.get("mlx_fast_scaled_dot_product_attention");
+        mlx_exp$MH = h.get("mlx_exp");
+        mlx_rsqrt$MH = h.get("mlx_rsqrt");
+        mlx_square$MH = h.get("mlx_square");
+        mlx_subtract$MH = h.get("mlx_subtract");
+        mlx_logaddexp$MH = h.get("mlx_logaddexp");
+        mlx_sum_axis$MH = h.get("mlx_sum_axis");
+        mlx_zeros$MH = h.get("mlx_zeros");
     }
 
     /**
@@ -596,6 +625,62 @@ public final class MlxC {
         }
     }
 
+    public int mlx_exp(MemorySegment res, MemorySegment a, MemorySegment s) {
+        try {
+            return (int) mlx_exp$MH.invokeExact(res, a, s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_rsqrt(MemorySegment res, MemorySegment a, MemorySegment s) {
+        try {
+            return (int) mlx_rsqrt$MH.invokeExact(res, a, s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_square(MemorySegment res, MemorySegment a, MemorySegment s) {
+        try {
+            return (int) mlx_square$MH.invokeExact(res, a, s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_subtract(MemorySegment res, MemorySegment a, MemorySegment b, MemorySegment s) {
+        try {
+            return (int) mlx_subtract$MH.invokeExact(res, a, b, s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_logaddexp(MemorySegment res, MemorySegment a, MemorySegment b, MemorySegment s) {
+        try {
+            return (int) mlx_logaddexp$MH.invokeExact(res, a, b, s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_sum_axis(MemorySegment res, MemorySegment a, int axis, boolean keepdims, MemorySegment s) {
+        try {
+            return (int) mlx_sum_axis$MH.invokeExact(res, a, axis, keepdims, s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_zeros(MemorySegment res, MemorySegment shape, long shape_num, int dtype, MemorySegment s) {
+        try {
+            return (int) mlx_zeros$MH.invokeExact(res, shape, shape_num, dtype, s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
     private static StructLayout handle(String name) {
         return MemoryLayout.structLayout(C_POINTER.withName("ctx")).withName(name);
     }
@@ -644,6 +729,13 @@ public final class MlxC {
         f.put("mlx_fast_rms_norm", mlx_fast_rms_norm$DESC);
         f.put("mlx_fast_rope", mlx_fast_rope$DESC);
         f.put("mlx_fast_scaled_dot_product_attention", mlx_fast_scaled_dot_product_attention$DESC);
+        f.put("mlx_exp", mlx_exp$DESC);
+        f.put("mlx_rsqrt", mlx_rsqrt$DESC);
+        f.put("mlx_square", mlx_square$DESC);
+        f.put("mlx_subtract", mlx_subtract$DESC);
+        f.put("mlx_logaddexp", mlx_logaddexp$DESC);
+        f.put("mlx_sum_axis", mlx_sum_axis$DESC);
+        f.put("mlx_zeros", mlx_zeros$DESC);
         return Collections.unmodifiableMap(f);
     }
 

@@ -198,6 +198,58 @@ public final class MlxSession implements AutoCloseable {
         return result("mlx_sigmoid", c.mlx_sigmoid(res, own(a).handle(), stream), res);
     }
 
+    /** {@code mlx_exp}, elementwise. */
+    public MlxArray exp(MlxArray a) {
+        ensureOwner();
+        MemorySegment res = newResult();
+        return result("mlx_exp", c.mlx_exp(res, own(a).handle(), stream), res);
+    }
+
+    /** {@code mlx_rsqrt}: 1 / √a, elementwise. */
+    public MlxArray rsqrt(MlxArray a) {
+        ensureOwner();
+        MemorySegment res = newResult();
+        return result("mlx_rsqrt", c.mlx_rsqrt(res, own(a).handle(), stream), res);
+    }
+
+    /** {@code mlx_square}, elementwise. */
+    public MlxArray square(MlxArray a) {
+        ensureOwner();
+        MemorySegment res = newResult();
+        return result("mlx_square", c.mlx_square(res, own(a).handle(), stream), res);
+    }
+
+    /** {@code mlx_subtract}: a − b (broadcasting as MLX does). */
+    public MlxArray subtract(MlxArray a, MlxArray b) {
+        ensureOwner();
+        MemorySegment res = newResult();
+        return result("mlx_subtract", c.mlx_subtract(res, own(a).handle(), own(b).handle(), stream), res);
+    }
+
+    /** {@code mlx_logaddexp}: log(eᵃ + eᵇ), computed without overflow (broadcasting as MLX does). */
+    public MlxArray logaddexp(MlxArray a, MlxArray b) {
+        ensureOwner();
+        MemorySegment res = newResult();
+        return result("mlx_logaddexp", c.mlx_logaddexp(res, own(a).handle(), own(b).handle(), stream), res);
+    }
+
+    /** {@code mlx_sum_axis}: the sum along {@code axis} (kept as a dimension of 1 when {@code keepdims}). */
+    public MlxArray sumAxis(MlxArray a, int axis, boolean keepdims) {
+        ensureOwner();
+        MemorySegment res = newResult();
+        return result("mlx_sum_axis", c.mlx_sum_axis(res, own(a).handle(), axis, keepdims, stream), res);
+    }
+
+    /** {@code mlx_zeros}: a new float32 array of zeros with {@code shape}. */
+    public MlxArray zeros(int... shape) {
+        ensureOwner();
+        elements(shape);
+        MemorySegment res = newResult();
+        try (Arena call = Arena.ofConfined()) {
+            return result("mlx_zeros", c.mlx_zeros(res, ints(call, shape), shape.length, MlxC.MLX_FLOAT32, stream), res);
+        }
+    }
+
     /** {@code mlx_contiguous} (row-major). */
     public MlxArray contiguous(MlxArray a) {
         ensureOwner();
