@@ -2,7 +2,8 @@
 // (mlx_fast_metal_kernel_new; MLX writes the signature from the names below). Planned by runner-metal's SdpaPlanner:
 // a dispatch covers one tile of the (query head, query row) pairs of every KV head, one SIMD group per pair; one
 // threadgroup per (block of keys, KV head); a block's keys are staged through threadgroup memory KEY_TILE at a time
-// and reduced with an online softmax. Writes, per (KV head, pair of the tile, block), the block's running maximum,
+// and reduced with an online softmax. Causal over the query rows: row r of ROWS (the last ROWS positions of the
+// sequence) sees the first key_length - (ROWS - 1 - r) keys. Writes, per (KV head, pair of the tile, block), the block's running maximum,
 // sum of exponentials and unnormalised output; an empty block writes (-inf, 0, 0).
 //
 // inputs   q [kv_heads · GQA, ROWS, DIM] float32 · keys, values [kv_heads, capacity, DIM] T
@@ -22,6 +23,7 @@ const uint threads = threads_per_threadgroup.x * threads_per_threadgroup.y * thr
 const int key_length = params[0];
 const int head = params[1] + int(tile_head);
 const int row = params[2] + int(tile_row);
+const int row_keys = key_length - (ROWS - 1 - row);   // causal: a row sees the keys up to its own position
 const int keys_per_block = params[3];
 const int capacity = params[4];
 const float softmax_scale = scale[0];
@@ -53,6 +55,7 @@ for (int tile_start = start; tile_start < end; tile_start += KEY_TILE) {   // un
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     for (int k = 0; k < n; k++) {
+        if (tile_start + k >= row_keys) break;   // the same for every lane of the SIMD group (one row)
         float partial = 0.0f;
         for (int j = 0; j < EPL; j++) {
             const int e = int(lane) + SIMD * j;

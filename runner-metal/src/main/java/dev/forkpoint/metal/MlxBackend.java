@@ -59,6 +59,7 @@ public final class MlxBackend implements Backend {
     private final MlxOps ops;
     private final List<MlxWeight> weights = new ArrayList<>();
     private final List<MlxRecurrentState> states = new ArrayList<>();   // the stores' recurrent states (MLX thread only)
+    private MetalSdpaDecode decodeKernel;   // on a Metal GPU: Forkpoint's SDPA decode kernel; null = MLX's SDPA (MLX thread only)
     private volatile boolean closed;
 
     /** A backend on {@code mlx}, with its own MLX thread and session. */
@@ -81,6 +82,8 @@ public final class MlxBackend implements Backend {
         this.thread = made[0];
         this.session = s;
         this.ops = new MlxOps(this);
+        this.decodeKernel = submit(() -> session.onMetalGpu()
+                ? new MetalSdpaDecode(session, dev.forkpoint.metal.objc.MetalPipelineCompiler.open().compiler()) : null);
     }
 
     /** Loads MLX-C ({@code --mlx-lib} value, {@code FORKPOINT_MLXC_LIB}, Homebrew, Ollama, loader) and makes a backend on it. */
@@ -201,6 +204,7 @@ public final class MlxBackend implements Backend {
             submit(() -> {
                 try {
                     ops.releasePass();
+                    if (decodeKernel != null) decodeKernel.close();
                     for (MlxRecurrentState st : states) st.free();
                     states.clear();
                     for (MlxWeight w : weights) w.free();
@@ -218,6 +222,18 @@ public final class MlxBackend implements Backend {
     // ---- the MLX thread ----
 
     MlxSession session() { return session; }
+
+    /** Forkpoint's SDPA decode kernel on this backend's Metal GPU, or null: MLX's SDPA (not a Metal GPU, or it failed). */
+    MetalSdpaDecode decodeKernel() { return decodeKernel; }
+
+    /** After the decode kernel failed other than by a thread limit: MLX's SDPA from now on, said once. */
+    void decodeKernelFailed(RuntimeException e) {
+        if (decodeKernel == null) return;
+        System.getLogger(MlxBackend.class.getName()).log(System.Logger.Level.WARNING,
+                "Forkpoint's Metal SDPA decode kernel failed ({0}); attention runs on MLX''s SDPA from now on", e.getMessage());
+        decodeKernel.close();
+        decodeKernel = null;
+    }
 
     /** Runs {@code work} on the MLX thread (directly when already on it) and returns its result or rethrows its failure. */
     <T> T call(Supplier<T> work) {

@@ -49,6 +49,7 @@ public final class MlxBackendProvider implements BackendProvider {
                 lines.addAll(MlxLibraryLocator.locate(Optional.ofNullable(library)).report());
                 lines.add("loaded: MLX " + mlx.version() + " (" + mlx.where() + ")");
                 lines.add("runs: " + String.join(", ", MlxBackend.ARCHITECTURES));
+                lines.addAll(metal());
             }
             case Availability.Unavailable u -> {
                 // MLX-C's own report already lists the places looked; another library loaded first is one line
@@ -57,5 +58,28 @@ public final class MlxBackendProvider implements BackendProvider {
             }
         }
         return lines;
+    }
+
+    /** The Metal device and the thread limits of the SDPA decode kernel's compiled pipelines (f16, head dim 128), or why not. */
+    static List<String> metal() {
+        var opened = dev.forkpoint.metal.objc.MetalPipelineCompiler.open();
+        if (opened.compiler().isEmpty()) return List.of("metal: " + opened.reason() + "; attention runs on MLX's SDPA");
+        try (var compiler = opened.compiler().get()) {
+            List<String> lines = new ArrayList<>();
+            lines.add("metal: " + compiler.deviceName() + ", " + compiler.maxThreadgroupMemoryBytes() + " bytes of threadgroup memory");
+            SdpaPlan nominal = SdpaPlanner.plan(GpuLimits.apple(1024), new SdpaShape(8, 1, 128, 4096, 2));
+            try {
+                var one = compiler.compile(SdpaDecodeSource.standalone(SdpaDecodeSource.PASS1,
+                        SdpaDecodeSource.pass1Constants(nominal, nominal.pass1().getFirst()), "half", "pass1"), "pass1");
+                var two = compiler.compile(SdpaDecodeSource.standalone(SdpaDecodeSource.PASS2,
+                        SdpaDecodeSource.pass2Constants(nominal), "half", "pass2"), "pass2");
+                lines.add("sdpa decode kernel (f16, head dim 128): pass 1 at most " + one.maxTotalThreadsPerThreadgroup()
+                        + " threads per threadgroup, pass 2 at most " + two.maxTotalThreadsPerThreadgroup() + ", SIMD width "
+                        + one.threadExecutionWidth());
+            } catch (RuntimeException e) {
+                lines.add("sdpa decode kernel does not compile (attention runs on MLX's SDPA): " + e.getMessage());
+            }
+            return lines;
+        }
     }
 }

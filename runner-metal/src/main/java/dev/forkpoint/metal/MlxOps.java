@@ -22,7 +22,8 @@ import java.util.List;
  * The ops on MLX: each builds MLX graph nodes on the backend's MLX thread (float32 activations); {@link #logits}
  * evaluates and copies to the host, together with the recurrent state the pass wrote. The attention op evaluates its k
  * and v to store them in the kv-cache pages, then attends with MLX's SDPA over every position of the segment's store,
- * copied from the pages (causal for the step's rows). The hybrids' ops: the causal convolution and the gated delta
+ * copied from the pages (causal for the step's rows) — on a Metal GPU, up to 8 rows per sequence go through Forkpoint's
+ * own decode kernel instead ({@link MetalSdpaDecode}), planned within each pipeline's thread limit. The hybrids' ops: the causal convolution and the gated delta
  * rule (its recurrent form, token by token) read each segment's committed state and hand their new state to the open
  * step; the mixture of experts evaluates its router's logits, routes on the host and multiplies each chosen expert's
  * rows with slices of the stacked weights. The activations of a forward pass are owned by the pass: freed when its
@@ -285,6 +286,21 @@ final class MlxOps implements Ops {
             MemorySegment values = arena.allocate(bytes, 4);
             store.copy(layer, KvKind.KEY, positions, keys);
             store.copy(layer, KvKind.VALUE, positions, values);
+            MetalSdpaDecode decode = backend.decodeKernel();
+            if (decode != null && n <= MetalSdpaDecode.MAX_ROWS) {
+                try (MlxArray kRows = s.fromData(keys, dtype, positions, kvHeads, headDim);
+                     MlxArray vRows = s.fromData(values, dtype, positions, kvHeads, headDim);
+                     MlxArray kHeads = s.transpose(kRows, 1, 0, 2);
+                     MlxArray vHeads = s.transpose(vRows, 1, 0, 2);
+                     MlxArray qRows = s.slice(q, new int[] {row, 0}, new int[] {row + n, heads * headDim})) {
+                    return decode.attend(qRows, kHeads, vHeads, kvHeads, heads / kvHeads, n, headDim, positions, dtype);
+                } catch (MlxException | IllegalStateException e) {
+                    // a thread limit the plan could not get under is this request's error; anything else (the kernel
+                    // does not compile, …) turns the kernel off and this call goes on with MLX's SDPA
+                    if (ThreadgroupLimitError.parse(String.valueOf(e.getMessage())).isPresent()) throw e;
+                    backend.decodeKernelFailed(e);
+                }
+            }
             try (MlxArray kRaw = s.fromData(keys, dtype, 1, positions, kvHeads, headDim);
                  MlxArray vRaw = s.fromData(values, dtype, 1, positions, kvHeads, headDim);
                  MlxArray kF = s.astype(kRaw, MlxC.MLX_FLOAT32);

@@ -25,8 +25,8 @@ import static org.junit.jupiter.api.Assertions.*;
  * exactly as {@link SdpaDecodeSource#standalone} writes it for the pipeline compiler, is compiled as C++20 against a
  * stand-in {@code <metal_stdlib>} (test resources: one OS thread per GPU thread, real barriers, SIMD sums across the
  * lanes of a SIMD group) and run over the grids an {@link SdpaPlan} asks for — every pass-1 dispatch, then pass 2 on
- * its partials. The outputs, assembled from the tiles, must equal naive attention (double) within 1e-5 relative L2
- * per (head, row), for f32 and f16 keys, row splits, head splits, more blocks than keys and ragged head dims. Needs
+ * its partials. The outputs, assembled from the tiles, must equal naive causal attention (double: row r of R sees the
+ * keys up to its own position, the last R of the sequence) within 1e-5 relative L2 per (head, row), for f32 and f16 keys, row splits, head splits, more blocks than keys and ragged head dims. Needs
  * a C++ compiler (g++ or clang++); skipped with one line without one. A Mac runs the same sources on Metal
  * ({@code MetalSdpaKernelTest}).
  */
@@ -112,7 +112,12 @@ class SdpaKernelCpuEmulationTest {
 
         float scale = (float) (1 / Math.sqrt(dim));
         for (int h = 0; h < kvHeads; h++) {
-            double[][] want = SdpaEmulation.naive(q[h], k[h], v[h], scale);
+            double[][] want = new double[pairs][];
+            for (int pair = 0; pair < pairs; pair++) {   // causal: row r of R sees keys [0, keys − (R − 1 − r))
+                int visible = keys - (shape.queryRows() - 1 - pair % shape.queryRows());
+                want[pair] = SdpaEmulation.naive(new float[][] {q[h][pair]}, java.util.Arrays.copyOf(k[h], visible),
+                        java.util.Arrays.copyOf(v[h], visible), scale)[0];
+            }
             float[][] got = new float[pairs][];
             for (int i = 0; i < plan.pass1().size(); i++) {
                 PairTile tile = plan.pass1().get(i).tile();

@@ -48,6 +48,9 @@ public final class MlxC {
     public static final StructLayout mlx_device = handle("mlx_device_");
     public static final StructLayout mlx_string = handle("mlx_string_");
     public static final StructLayout mlx_vector_array = handle("mlx_vector_array_");
+    public static final StructLayout mlx_vector_string = handle("mlx_vector_string_");
+    public static final StructLayout mlx_fast_metal_kernel = handle("mlx_fast_metal_kernel_");
+    public static final StructLayout mlx_fast_metal_kernel_config = handle("mlx_fast_metal_kernel_config_");
 
     public static final ValueLayout.OfBoolean C_BOOL = ValueLayout.JAVA_BOOLEAN;
     public static final ValueLayout.OfFloat C_FLOAT = ValueLayout.JAVA_FLOAT;
@@ -151,6 +154,23 @@ public final class MlxC {
             FunctionDescriptor.of(C_INT, C_POINTER, mlx_array, C_INT, C_BOOL, mlx_stream);
     public static final FunctionDescriptor mlx_zeros$DESC =
             FunctionDescriptor.of(C_INT, C_POINTER, C_POINTER, C_SIZE_T, C_INT, mlx_stream);
+    public static final FunctionDescriptor mlx_device_get_type$DESC = FunctionDescriptor.of(C_INT, C_POINTER, mlx_device);
+    public static final FunctionDescriptor mlx_metal_is_available$DESC = FunctionDescriptor.of(C_INT, C_POINTER);
+    public static final FunctionDescriptor mlx_vector_array_new$DESC = FunctionDescriptor.of(mlx_vector_array);
+    public static final FunctionDescriptor mlx_vector_array_size$DESC = FunctionDescriptor.of(C_SIZE_T, mlx_vector_array);
+    public static final FunctionDescriptor mlx_vector_array_get$DESC = FunctionDescriptor.of(C_INT, C_POINTER, mlx_vector_array, C_SIZE_T);
+    public static final FunctionDescriptor mlx_vector_string_new_data$DESC = FunctionDescriptor.of(mlx_vector_string, C_POINTER, C_SIZE_T);
+    public static final FunctionDescriptor mlx_vector_string_free$DESC = FunctionDescriptor.of(C_INT, mlx_vector_string);
+    public static final FunctionDescriptor mlx_fast_metal_kernel_new$DESC = FunctionDescriptor.of(mlx_fast_metal_kernel, C_POINTER, mlx_vector_string, mlx_vector_string, C_POINTER, C_POINTER, C_BOOL, C_BOOL);
+    public static final FunctionDescriptor mlx_fast_metal_kernel_free$DESC = FunctionDescriptor.ofVoid(mlx_fast_metal_kernel);
+    public static final FunctionDescriptor mlx_fast_metal_kernel_apply$DESC = FunctionDescriptor.of(C_INT, C_POINTER, mlx_fast_metal_kernel, mlx_vector_array, mlx_fast_metal_kernel_config, mlx_stream);
+    public static final FunctionDescriptor mlx_fast_metal_kernel_config_new$DESC = FunctionDescriptor.of(mlx_fast_metal_kernel_config);
+    public static final FunctionDescriptor mlx_fast_metal_kernel_config_free$DESC = FunctionDescriptor.ofVoid(mlx_fast_metal_kernel_config);
+    public static final FunctionDescriptor mlx_fast_metal_kernel_config_add_output_arg$DESC = FunctionDescriptor.of(C_INT, mlx_fast_metal_kernel_config, C_POINTER, C_SIZE_T, C_INT);
+    public static final FunctionDescriptor mlx_fast_metal_kernel_config_set_grid$DESC = FunctionDescriptor.of(C_INT, mlx_fast_metal_kernel_config, C_INT, C_INT, C_INT);
+    public static final FunctionDescriptor mlx_fast_metal_kernel_config_set_thread_group$DESC = FunctionDescriptor.of(C_INT, mlx_fast_metal_kernel_config, C_INT, C_INT, C_INT);
+    public static final FunctionDescriptor mlx_fast_metal_kernel_config_add_template_arg_dtype$DESC = FunctionDescriptor.of(C_INT, mlx_fast_metal_kernel_config, C_POINTER, C_INT);
+    public static final FunctionDescriptor mlx_fast_metal_kernel_config_add_template_arg_int$DESC = FunctionDescriptor.of(C_INT, mlx_fast_metal_kernel_config, C_POINTER, C_INT);
 
     /** Every function bound here, by C name, in binding order (the error handler first). */
     public static final Map<String, FunctionDescriptor> FUNCTIONS = functions();
@@ -205,6 +225,23 @@ public final class MlxC {
     private final MethodHandle mlx_logaddexp$MH;
     private final MethodHandle mlx_sum_axis$MH;
     private final MethodHandle mlx_zeros$MH;
+    private final MethodHandle mlx_device_get_type$MH;
+    private final MethodHandle mlx_metal_is_available$MH;
+    private final MethodHandle mlx_vector_array_new$MH;
+    private final MethodHandle mlx_vector_array_size$MH;
+    private final MethodHandle mlx_vector_array_get$MH;
+    private final MethodHandle mlx_vector_string_new_data$MH;
+    private final MethodHandle mlx_vector_string_free$MH;
+    private final MethodHandle mlx_fast_metal_kernel_new$MH;
+    private final MethodHandle mlx_fast_metal_kernel_free$MH;
+    private final MethodHandle mlx_fast_metal_kernel_apply$MH;
+    private final MethodHandle mlx_fast_metal_kernel_config_new$MH;
+    private final MethodHandle mlx_fast_metal_kernel_config_free$MH;
+    private final MethodHandle mlx_fast_metal_kernel_config_add_output_arg$MH;
+    private final MethodHandle mlx_fast_metal_kernel_config_set_grid$MH;
+    private final MethodHandle mlx_fast_metal_kernel_config_set_thread_group$MH;
+    private final MethodHandle mlx_fast_metal_kernel_config_add_template_arg_dtype$MH;
+    private final MethodHandle mlx_fast_metal_kernel_config_add_template_arg_int$MH;
 
     private MlxC(String where, Map<String, MethodHandle> h) {
         this.where = where;
@@ -257,6 +294,23 @@ public final class MlxC {
         mlx_logaddexp$MH = h.get("mlx_logaddexp");
         mlx_sum_axis$MH = h.get("mlx_sum_axis");
         mlx_zeros$MH = h.get("mlx_zeros");
+        mlx_device_get_type$MH = h.get("mlx_device_get_type");
+        mlx_metal_is_available$MH = h.get("mlx_metal_is_available");
+        mlx_vector_array_new$MH = h.get("mlx_vector_array_new");
+        mlx_vector_array_size$MH = h.get("mlx_vector_array_size");
+        mlx_vector_array_get$MH = h.get("mlx_vector_array_get");
+        mlx_vector_string_new_data$MH = h.get("mlx_vector_string_new_data");
+        mlx_vector_string_free$MH = h.get("mlx_vector_string_free");
+        mlx_fast_metal_kernel_new$MH = h.get("mlx_fast_metal_kernel_new");
+        mlx_fast_metal_kernel_free$MH = h.get("mlx_fast_metal_kernel_free");
+        mlx_fast_metal_kernel_apply$MH = h.get("mlx_fast_metal_kernel_apply");
+        mlx_fast_metal_kernel_config_new$MH = h.get("mlx_fast_metal_kernel_config_new");
+        mlx_fast_metal_kernel_config_free$MH = h.get("mlx_fast_metal_kernel_config_free");
+        mlx_fast_metal_kernel_config_add_output_arg$MH = h.get("mlx_fast_metal_kernel_config_add_output_arg");
+        mlx_fast_metal_kernel_config_set_grid$MH = h.get("mlx_fast_metal_kernel_config_set_grid");
+        mlx_fast_metal_kernel_config_set_thread_group$MH = h.get("mlx_fast_metal_kernel_config_set_thread_group");
+        mlx_fast_metal_kernel_config_add_template_arg_dtype$MH = h.get("mlx_fast_metal_kernel_config_add_template_arg_dtype");
+        mlx_fast_metal_kernel_config_add_template_arg_int$MH = h.get("mlx_fast_metal_kernel_config_add_template_arg_int");
     }
 
     /**
@@ -681,6 +735,142 @@ public final class MlxC {
         }
     }
 
+    public int mlx_device_get_type(MemorySegment type, MemorySegment dev) {
+        try {
+            return (int) mlx_device_get_type$MH.invokeExact(type, dev);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_metal_is_available(MemorySegment res) {
+        try {
+            return (int) mlx_metal_is_available$MH.invokeExact(res);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public MemorySegment mlx_vector_array_new(SegmentAllocator allocator) {
+        try {
+            return (MemorySegment) mlx_vector_array_new$MH.invokeExact(allocator);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public long mlx_vector_array_size(MemorySegment vec) {
+        try {
+            return (long) mlx_vector_array_size$MH.invokeExact(vec);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_vector_array_get(MemorySegment res, MemorySegment vec, long idx) {
+        try {
+            return (int) mlx_vector_array_get$MH.invokeExact(res, vec, idx);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public MemorySegment mlx_vector_string_new_data(SegmentAllocator allocator, MemorySegment data, long size) {
+        try {
+            return (MemorySegment) mlx_vector_string_new_data$MH.invokeExact(allocator, data, size);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_vector_string_free(MemorySegment vec) {
+        try {
+            return (int) mlx_vector_string_free$MH.invokeExact(vec);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public MemorySegment mlx_fast_metal_kernel_new(SegmentAllocator allocator, MemorySegment name, MemorySegment input_names, MemorySegment output_names, MemorySegment source, MemorySegment header, boolean ensure_row_contiguous, boolean atomic_outputs) {
+        try {
+            return (MemorySegment) mlx_fast_metal_kernel_new$MH.invokeExact(allocator, name, input_names, output_names, source, header, ensure_row_contiguous, atomic_outputs);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public void mlx_fast_metal_kernel_free(MemorySegment cls) {
+        try {
+            mlx_fast_metal_kernel_free$MH.invokeExact(cls);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_fast_metal_kernel_apply(MemorySegment outputs, MemorySegment cls, MemorySegment inputs, MemorySegment config, MemorySegment stream) {
+        try {
+            return (int) mlx_fast_metal_kernel_apply$MH.invokeExact(outputs, cls, inputs, config, stream);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public MemorySegment mlx_fast_metal_kernel_config_new(SegmentAllocator allocator) {
+        try {
+            return (MemorySegment) mlx_fast_metal_kernel_config_new$MH.invokeExact(allocator);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public void mlx_fast_metal_kernel_config_free(MemorySegment cls) {
+        try {
+            mlx_fast_metal_kernel_config_free$MH.invokeExact(cls);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_fast_metal_kernel_config_add_output_arg(MemorySegment cls, MemorySegment shape, long size, int dtype) {
+        try {
+            return (int) mlx_fast_metal_kernel_config_add_output_arg$MH.invokeExact(cls, shape, size, dtype);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_fast_metal_kernel_config_set_grid(MemorySegment cls, int grid1, int grid2, int grid3) {
+        try {
+            return (int) mlx_fast_metal_kernel_config_set_grid$MH.invokeExact(cls, grid1, grid2, grid3);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_fast_metal_kernel_config_set_thread_group(MemorySegment cls, int thread1, int thread2, int thread3) {
+        try {
+            return (int) mlx_fast_metal_kernel_config_set_thread_group$MH.invokeExact(cls, thread1, thread2, thread3);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_fast_metal_kernel_config_add_template_arg_dtype(MemorySegment cls, MemorySegment name, int dtype) {
+        try {
+            return (int) mlx_fast_metal_kernel_config_add_template_arg_dtype$MH.invokeExact(cls, name, dtype);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_fast_metal_kernel_config_add_template_arg_int(MemorySegment cls, MemorySegment name, int value) {
+        try {
+            return (int) mlx_fast_metal_kernel_config_add_template_arg_int$MH.invokeExact(cls, name, value);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
     private static StructLayout handle(String name) {
         return MemoryLayout.structLayout(C_POINTER.withName("ctx")).withName(name);
     }
@@ -736,6 +926,23 @@ public final class MlxC {
         f.put("mlx_logaddexp", mlx_logaddexp$DESC);
         f.put("mlx_sum_axis", mlx_sum_axis$DESC);
         f.put("mlx_zeros", mlx_zeros$DESC);
+        f.put("mlx_device_get_type", mlx_device_get_type$DESC);
+        f.put("mlx_metal_is_available", mlx_metal_is_available$DESC);
+        f.put("mlx_vector_array_new", mlx_vector_array_new$DESC);
+        f.put("mlx_vector_array_size", mlx_vector_array_size$DESC);
+        f.put("mlx_vector_array_get", mlx_vector_array_get$DESC);
+        f.put("mlx_vector_string_new_data", mlx_vector_string_new_data$DESC);
+        f.put("mlx_vector_string_free", mlx_vector_string_free$DESC);
+        f.put("mlx_fast_metal_kernel_new", mlx_fast_metal_kernel_new$DESC);
+        f.put("mlx_fast_metal_kernel_free", mlx_fast_metal_kernel_free$DESC);
+        f.put("mlx_fast_metal_kernel_apply", mlx_fast_metal_kernel_apply$DESC);
+        f.put("mlx_fast_metal_kernel_config_new", mlx_fast_metal_kernel_config_new$DESC);
+        f.put("mlx_fast_metal_kernel_config_free", mlx_fast_metal_kernel_config_free$DESC);
+        f.put("mlx_fast_metal_kernel_config_add_output_arg", mlx_fast_metal_kernel_config_add_output_arg$DESC);
+        f.put("mlx_fast_metal_kernel_config_set_grid", mlx_fast_metal_kernel_config_set_grid$DESC);
+        f.put("mlx_fast_metal_kernel_config_set_thread_group", mlx_fast_metal_kernel_config_set_thread_group$DESC);
+        f.put("mlx_fast_metal_kernel_config_add_template_arg_dtype", mlx_fast_metal_kernel_config_add_template_arg_dtype$DESC);
+        f.put("mlx_fast_metal_kernel_config_add_template_arg_int", mlx_fast_metal_kernel_config_add_template_arg_int$DESC);
         return Collections.unmodifiableMap(f);
     }
 

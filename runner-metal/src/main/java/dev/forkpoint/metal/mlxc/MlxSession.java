@@ -9,6 +9,7 @@ import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.IdentityHashMap;
+import java.util.List;
 import java.util.Set;
 
 /**
@@ -26,6 +27,7 @@ public final class MlxSession implements AutoCloseable {
     private final MemorySegment device;
     private final MemorySegment stream;
     private final Set<MlxArray> live = Collections.newSetFromMap(new IdentityHashMap<>());
+    private final Set<MlxMetalKernel> kernels = Collections.newSetFromMap(new IdentityHashMap<>());
     private boolean closed;
 
     MlxSession(Mlx mlx) {
@@ -363,6 +365,103 @@ public final class MlxSession implements AutoCloseable {
         }
     }
 
+    /** Whether this session's device is a GPU with Metal ({@code mlx_device_get_type}, {@code mlx_metal_is_available}). */
+    public boolean onMetalGpu() {
+        ensureOwner();
+        try (Arena call = Arena.ofConfined()) {
+            MemorySegment type = call.allocate(MlxC.C_INT);
+            check("mlx_device_get_type", c.mlx_device_get_type(type, device));
+            MemorySegment metal = call.allocate(MlxC.C_BOOL);
+            check("mlx_metal_is_available", c.mlx_metal_is_available(metal));
+            return type.get(MlxC.C_INT, 0) == MlxC.MLX_GPU && metal.get(MlxC.C_BOOL, 0);
+        }
+    }
+
+    /**
+     * A custom Metal kernel ({@code mlx_fast_metal_kernel_new}) named {@code name} whose body {@code source} reads
+     * {@code inputs} and writes {@code outputs}; MLX writes the signature. Inputs are made row-contiguous by MLX.
+     */
+    public MlxMetalKernel metalKernel(String name, List<String> inputs, List<String> outputs, String source) {
+        ensureOwner();
+        try (Arena call = Arena.ofConfined()) {
+            MemorySegment in = strings(call, inputs), out = strings(call, outputs);
+            try {
+                MemorySegment handle = c.mlx_fast_metal_kernel_new(Arena.ofAuto(), call.allocateFrom(name), in, out,
+                        call.allocateFrom(source), call.allocateFrom(""), true, false);
+                checkHandle("mlx_fast_metal_kernel_new", handle);
+                MlxMetalKernel k = new MlxMetalKernel(this, handle, name, inputs, outputs);
+                kernels.add(k);
+                return k;
+            } finally {
+                c.mlx_vector_string_free(in);
+                c.mlx_vector_string_free(out);
+                MlxErrorHandler.take();
+            }
+        }
+    }
+
+    /**
+     * Applies {@code kernel} to {@code inputs} (in the kernel's input order) as {@code launch} says
+     * ({@code mlx_fast_metal_kernel_apply}); returns its outputs, lazily evaluated like any MLX array. MLX checks the
+     * threadgroup against the compiled pipeline when it runs: "Maximum threads per threadgroup is N …" then comes from
+     * {@link #eval}.
+     */
+    public List<MlxArray> applyKernel(MlxMetalKernel kernel, List<MlxArray> inputs, KernelLaunch launch) {
+        ensureOwner();
+        if (kernel.session() != this) throw new IllegalArgumentException("a kernel of another MLX session");
+        if (inputs.size() != kernel.inputs().size() || launch.outputs().size() != kernel.outputs().size()) {
+            throw new IllegalArgumentException("kernel " + kernel.name() + " takes " + kernel.inputs().size() + " inputs and makes "
+                    + kernel.outputs().size() + " outputs, given " + inputs.size() + " and " + launch.outputs().size());
+        }
+        try (Arena call = Arena.ofConfined()) {
+            MemorySegment config = c.mlx_fast_metal_kernel_config_new(call);
+            checkHandle("mlx_fast_metal_kernel_config_new", config);
+            MemorySegment in = null;
+            MemorySegment results = null;
+            try {
+                for (KernelLaunch.Output o : launch.outputs()) {
+                    check("mlx_fast_metal_kernel_config_add_output_arg", c.mlx_fast_metal_kernel_config_add_output_arg(
+                            config, ints(call, o.shape()), o.shape().length, o.dtype()));
+                }
+                int[] g = launch.grid(), t = launch.threadgroup();
+                check("mlx_fast_metal_kernel_config_set_grid", c.mlx_fast_metal_kernel_config_set_grid(config, g[0], g[1], g[2]));
+                check("mlx_fast_metal_kernel_config_set_thread_group", c.mlx_fast_metal_kernel_config_set_thread_group(config, t[0], t[1], t[2]));
+                for (var e : launch.dtypeArgs().entrySet()) {
+                    check("mlx_fast_metal_kernel_config_add_template_arg_dtype", c.mlx_fast_metal_kernel_config_add_template_arg_dtype(
+                            config, call.allocateFrom(e.getKey()), e.getValue()));
+                }
+                for (var e : launch.intArgs().entrySet()) {
+                    check("mlx_fast_metal_kernel_config_add_template_arg_int", c.mlx_fast_metal_kernel_config_add_template_arg_int(
+                            config, call.allocateFrom(e.getKey()), e.getValue()));
+                }
+                in = vector(call, inputs.toArray(MlxArray[]::new));
+                results = c.mlx_vector_array_new(call);
+                checkHandle("mlx_vector_array_new", results);
+                int rc = c.mlx_fast_metal_kernel_apply(results, kernel.handle(), in, config, stream);   // fills the vector in place
+                String message = MlxErrorHandler.take();
+                if (rc != 0) throw new MlxException("mlx_fast_metal_kernel_apply", rc, message);
+                long count = c.mlx_vector_array_size(results);
+                checkValue("mlx_vector_array_size");
+                List<MlxArray> outs = new java.util.ArrayList<>();
+                try {
+                    for (long i = 0; i < count; i++) {
+                        MemorySegment res = newResult();
+                        outs.add(result("mlx_vector_array_get", c.mlx_vector_array_get(res, results, i), res));
+                    }
+                } catch (RuntimeException e) {
+                    for (MlxArray a : outs) a.close();
+                    throw e;
+                }
+                return outs;
+            } finally {
+                c.mlx_fast_metal_kernel_config_free(config);
+                if (in != null) c.mlx_vector_array_free(in);
+                if (results != null) c.mlx_vector_array_free(results);
+                MlxErrorHandler.take();
+            }
+        }
+    }
+
     /** {@code mlx_synchronize} of this session's stream: everything queued on it is done. */
     public void synchronize() {
         ensureOwner();
@@ -448,6 +547,7 @@ public final class MlxSession implements AutoCloseable {
             return;
         }
         MlxException first = null;
+        for (MlxMetalKernel kernel : kernels.toArray(MlxMetalKernel[]::new)) kernel.close();
         for (MlxArray array : live.toArray(MlxArray[]::new)) {
             try {
                 free(array);
@@ -492,6 +592,22 @@ public final class MlxSession implements AutoCloseable {
         MemorySegment vector = c.mlx_vector_array_new_data(call, handles, arrays.length);
         checkHandle("mlx_vector_array_new_data", vector);
         return vector;
+    }
+
+    private MemorySegment strings(Arena call, List<String> values) {
+        MemorySegment pointers = call.allocate(MlxC.C_POINTER, Math.max(1, values.size()));
+        for (int i = 0; i < values.size(); i++) pointers.setAtIndex(MlxC.C_POINTER, i, call.allocateFrom(values.get(i)));
+        MemorySegment vector = c.mlx_vector_string_new_data(call, pointers, values.size());
+        checkHandle("mlx_vector_string_new_data", vector);
+        return vector;
+    }
+
+    void free(MlxMetalKernel kernel) {
+        ensureOwnerThread();
+        if (kernels.remove(kernel)) {
+            c.mlx_fast_metal_kernel_free(kernel.handle());
+            MlxErrorHandler.take();
+        }
     }
 
     private static long elements(int[] shape) {

@@ -107,6 +107,9 @@ class MlxCDescriptorTest {
             case "mlx_device" -> MlxC.mlx_device;
             case "mlx_string" -> MlxC.mlx_string;
             case "mlx_vector_array" -> MlxC.mlx_vector_array;
+            case "mlx_vector_string" -> MlxC.mlx_vector_string;
+            case "mlx_fast_metal_kernel" -> MlxC.mlx_fast_metal_kernel;
+            case "mlx_fast_metal_kernel_config" -> MlxC.mlx_fast_metal_kernel_config;
             case "mlx_optional_int" -> MlxC.mlx_optional_int;
             case "mlx_optional_float" -> MlxC.mlx_optional_float;
             case "mlx_optional_dtype" -> MlxC.mlx_optional_dtype;
