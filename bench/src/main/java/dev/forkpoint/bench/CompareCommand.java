@@ -61,7 +61,8 @@ final class CompareCommand implements Callable<Integer> {
     long seed;
 
     @Option(names = "--engines", split = ",", defaultValue = "forkpoint,llama.cpp,jlama,forkpoint-hf",
-            description = "engines to include, comma-separated: forkpoint, llama.cpp, jlama, forkpoint-hf (Forkpoint on the "
+            description = "engines to include, comma-separated: forkpoint (its default kernels: native when a C compiler built "
+                    + "them), forkpoint-java (the Java kernels), llama.cpp, jlama, forkpoint-hf (Forkpoint on the "
                     + "folder exported for Jlama) (default: ${DEFAULT-VALUE})")
     List<String> engineNames;
 
@@ -108,8 +109,8 @@ final class CompareCommand implements Callable<Integer> {
         for (int t : threads) if (t < 1) throw new InvalidInputException("--threads " + t + ": every thread count must be ≥ 1");
         List<String> names = forkpointOnly ? List.of("forkpoint") : llamacppOnly ? List.of(CompareReport.BASELINE) : List.copyOf(new LinkedHashSet<>(engineNames));
         for (String n : names) {
-            if (!List.of(ForkpointEngine.NAME, CompareReport.BASELINE, Jlama.ENGINE, FORKPOINT_HF).contains(n)) {
-                throw new InvalidInputException("--engines " + n + ": unknown engine (forkpoint, llama.cpp, jlama, forkpoint-hf)");
+            if (!List.of(ForkpointEngine.NAME, ForkpointEngine.JAVA_KERNELS, CompareReport.BASELINE, Jlama.ENGINE, FORKPOINT_HF).contains(n)) {
+                throw new InvalidInputException("--engines " + n + ": unknown engine (forkpoint, forkpoint-java, llama.cpp, jlama, forkpoint-hf)");
             }
         }
         Jlama jlama = Jlama.plan(model, jlamaRequantize);
@@ -179,7 +180,12 @@ final class CompareCommand implements Callable<Integer> {
             if (names.contains(ForkpointEngine.NAME)) {
                 // Loaded first, so its resident memory is measured before anything else runs.
                 engines.add(ForkpointEngine.load(model, threads, ctx, batch));
-                System.out.println("forkpoint loaded (" + threads + " threads), resident " + gb(engines.getLast().residentKbAfterLoad()));
+                System.out.println("forkpoint loaded (" + threads + " threads, kernels " + ((ForkpointEngine) engines.getLast()).kernels()
+                        + "), resident " + gb(engines.getLast().residentKbAfterLoad()));
+            }
+            if (names.contains(ForkpointEngine.JAVA_KERNELS)) {
+                engines.add(ForkpointEngine.loadJavaKernels(model, threads, ctx, batch));
+                System.out.println(ForkpointEngine.JAVA_KERNELS + " loaded (" + threads + " threads, the Java kernels, same process)");
             }
             if (names.contains(CompareReport.BASELINE)) {
                 engines.add(LlamaCppEngine.start(model, threads, ctx, batch, llamacppLog));

@@ -1,6 +1,8 @@
 package dev.forkpoint.bench;
 
 import dev.forkpoint.InvalidInputException;
+import dev.forkpoint.backend.KernelChoice;
+import dev.forkpoint.engine.EngineOptions;
 import dev.forkpoint.engine.GenerationRequest;
 import dev.forkpoint.engine.GenerationResult;
 import dev.forkpoint.engine.LoadProgress;
@@ -18,6 +20,8 @@ import java.nio.file.Path;
 final class ForkpointEngine implements BenchEngine {
     static final String NAME = "forkpoint";
     static final String HF_FOLDER = "forkpoint (hf folder)";
+    /** Forkpoint on the same file with {@code --kernels java} (beside the default, native where a C compiler built them). */
+    static final String JAVA_KERNELS = "forkpoint-java";
 
     private final String name;
     private final LoadedModel model;
@@ -37,6 +41,17 @@ final class ForkpointEngine implements BenchEngine {
     static ForkpointEngine loadFolder(Path folder, int threads, int numCtx, int numBatch) throws IOException {
         LoadedModel model = LoadedModel.load(folder, threads, LoadProgress.NONE);
         return new ForkpointEngine(HF_FOLDER, model, -1, numCtx, numBatch);
+    }
+
+    /** Forkpoint on the GGUF file with the Java kernels ({@value #JAVA_KERNELS}); its memory is the first row's process. */
+    static ForkpointEngine loadJavaKernels(Path gguf, int threads, int numCtx, int numBatch) throws IOException {
+        LoadedModel model = LoadedModel.load(gguf, threads, LoadProgress.NONE, EngineOptions.defaults().withKernels(KernelChoice.JAVA));
+        return new ForkpointEngine(JAVA_KERNELS, model, -1, numCtx, numBatch);
+    }
+
+    /** The kernels this row's CPU backend multiplies with ("java", "native avx512vnni", …). */
+    String kernels() {
+        return model.kernels();
     }
 
     static ForkpointEngine load(Path gguf, int threads, int numCtx, int numBatch) throws IOException {

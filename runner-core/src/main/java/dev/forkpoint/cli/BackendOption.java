@@ -17,6 +17,16 @@ final class BackendOption {
                     + " default: $FORKPOINT_MLXC_LIB, Homebrew, an installed Ollama's, the loader path.")
     String mlxLib;
 
+    @Option(names = "--kernels", paramLabel = "java|native|auto",
+            description = "CPU backend kernels for Q8_0 / Q4_0 matrices: java (Vector API); native (C, built here with"
+                    + " cc/gcc/clang for this CPU); auto = native when a C compiler built them, else java.")
+    String kernels = "auto";
+
+    /** The parsed --kernels (refused naming the option when it is not java, native or auto). */
+    dev.forkpoint.backend.KernelChoice kernelChoice() {
+        return dev.forkpoint.backend.KernelChoice.parse(kernels);
+    }
+
     /** The parsed --backend (refused naming the option when it is not cpu, mlx or auto). */
     BackendChoice choice() {
         return BackendChoice.parse(backend);

@@ -103,10 +103,11 @@ final class RunCommand implements Callable<Integer> {
         atLeast("num_ctx", numCtx, 0);
         atLeast("threads", threads, 1);
         BackendChoice choice = backend.choice();
+        backend.kernelChoice();   // refuses a bad --kernels now
         backend.check();   // refuses an impossible --backend here, before reading the prompt
         String text = prompt.equals("-") ? new String(env.in().readAllBytes(), StandardCharsets.UTF_8) : prompt;
 
-        EngineOptions engine = new EngineOptions(kvCacheBytes, EngineOptions.parseKvType(kvType), 2, checkpointBytes, choice, numCtx, backend.mlxLib);
+        EngineOptions engine = new EngineOptions(kvCacheBytes, EngineOptions.parseKvType(kvType), 2, checkpointBytes, choice, numCtx, backend.mlxLib, backend.kernelChoice());
         try (LoadedModel loaded = model.load(env, threads, main.debug(), engine)) {
             var out = env.out();
             var last = new StringBuilder(1);

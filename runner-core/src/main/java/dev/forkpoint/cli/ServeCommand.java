@@ -147,6 +147,7 @@ final class ServeCommand implements Callable<Integer> {
         String note = ollama.unsupportedNote();
         if (note != null) env.err().println(note);
         BackendChoice choice = backend.choice();
+        backend.kernelChoice();   // refuses a bad --kernels now
         backend.check();   // refuses an impossible --backend before listening, not at each model's load
         String h = given("--host") || ollama.host() == null ? host : ollama.host().host();
         int p = given("--port") || ollama.host() == null ? port : ollama.host().port();
@@ -161,7 +162,7 @@ final class ServeCommand implements Callable<Integer> {
                 : ollama.keepAlive();
         if (ctx < 0) throw new InvalidInputException("--num-ctx must be >= 0 (0 = $OLLAMA_CONTEXT_LENGTH, else Ollama's default), got " + ctx);
         if (maxLoaded < 0) throw new InvalidInputException("--max-loaded-models must be >= 0 (0 = no limit), got " + maxLoaded);
-        EngineOptions engine = new EngineOptions(kvCacheBytes, kv, Math.max(2, par + 1), checkpointBytes, choice, ctx, backend.mlxLib);
+        EngineOptions engine = new EngineOptions(kvCacheBytes, kv, Math.max(2, par + 1), checkpointBytes, choice, ctx, backend.mlxLib, backend.kernelChoice());
         return new ServerConfig(h, p, models, par, queue, apiKey, threads, engine, keep, maxBodyBytes, env.env(),
                 new RequestGuards(Duration.ofSeconds(bodyTimeoutSeconds), bodiesPerClient, allowedHosts, origins)
                         .withOriginsFrom(ollama.origins()), maxLoaded);

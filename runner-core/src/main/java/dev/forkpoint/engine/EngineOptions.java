@@ -2,6 +2,7 @@ package dev.forkpoint.engine;
 
 import dev.forkpoint.InvalidInputException;
 import dev.forkpoint.backend.BackendChoice;
+import dev.forkpoint.backend.KernelChoice;
 import dev.forkpoint.kvcache.KvElementType;
 
 import java.util.Locale;
@@ -25,9 +26,10 @@ import java.util.Locale;
  *                     ({@link LoadedModel#defaultNumCtx()}).
  * @param mlxLibrary   the MLX-C library to load for the MLX backend ({@code --mlx-lib}: a file or folder); null = look in
  *                     the usual places ({@code FORKPOINT_MLXC_LIB}, Homebrew, an installed Ollama, the loader path)
+ * @param kernels      the CPU backend's kernels ({@code --kernels java|native|auto}); null = {@link KernelChoice#AUTO}
  */
 public record EngineOptions(long kvCacheBytes, KvElementType kvType, int sequences, long checkpointBytes, BackendChoice backend,
-                            int numCtx, String mlxLibrary) {
+                            int numCtx, String mlxLibrary, KernelChoice kernels) {
     /** Checkpoints the derived budget holds per sequence: a prompt's ladder and boundaries, and a reply's end. */
     public static final int DEFAULT_CHECKPOINTS = 24;
 
@@ -38,7 +40,13 @@ public record EngineOptions(long kvCacheBytes, KvElementType kvType, int sequenc
         if (checkpointBytes < 0) throw new InvalidInputException("checkpoint_bytes must be >= 0 (0 = derived from the model's recurrent state), got " + checkpointBytes);
         if (backend == null) backend = BackendChoice.AUTO;
         if (mlxLibrary != null && mlxLibrary.isBlank()) mlxLibrary = null;
+        if (kernels == null) kernels = KernelChoice.AUTO;
         if (numCtx < 0) throw new InvalidInputException("num_ctx must be >= 0 (0 = Ollama's default " + LoadedModel.OLLAMA_DEFAULT_NUM_CTX + "), got " + numCtx);
+    }
+
+    public EngineOptions(long kvCacheBytes, KvElementType kvType, int sequences, long checkpointBytes, BackendChoice backend,
+                         int numCtx, String mlxLibrary) {
+        this(kvCacheBytes, kvType, sequences, checkpointBytes, backend, numCtx, mlxLibrary, KernelChoice.AUTO);
     }
 
     public EngineOptions(long kvCacheBytes, KvElementType kvType, int sequences, long checkpointBytes, BackendChoice backend,
@@ -63,7 +71,7 @@ public record EngineOptions(long kvCacheBytes, KvElementType kvType, int sequenc
     }
 
     public EngineOptions withCheckpointBytes(long bytes) {
-        return new EngineOptions(kvCacheBytes, kvType, sequences, bytes, backend, numCtx, mlxLibrary);
+        return new EngineOptions(kvCacheBytes, kvType, sequences, bytes, backend, numCtx, mlxLibrary, kernels);
     }
 
     public static EngineOptions defaults() {
@@ -71,29 +79,34 @@ public record EngineOptions(long kvCacheBytes, KvElementType kvType, int sequenc
     }
 
     public EngineOptions withKvCacheBytes(long bytes) {
-        return new EngineOptions(bytes, kvType, sequences, checkpointBytes, backend, numCtx, mlxLibrary);
+        return new EngineOptions(bytes, kvType, sequences, checkpointBytes, backend, numCtx, mlxLibrary, kernels);
     }
 
     public EngineOptions withSequences(int n) {
-        return new EngineOptions(kvCacheBytes, kvType, n, checkpointBytes, backend, numCtx, mlxLibrary);
+        return new EngineOptions(kvCacheBytes, kvType, n, checkpointBytes, backend, numCtx, mlxLibrary, kernels);
     }
 
     public EngineOptions withKvType(KvElementType type) {
-        return new EngineOptions(kvCacheBytes, type, sequences, checkpointBytes, backend, numCtx, mlxLibrary);
+        return new EngineOptions(kvCacheBytes, type, sequences, checkpointBytes, backend, numCtx, mlxLibrary, kernels);
     }
 
     public EngineOptions withBackend(BackendChoice choice) {
-        return new EngineOptions(kvCacheBytes, kvType, sequences, checkpointBytes, choice, numCtx, mlxLibrary);
+        return new EngineOptions(kvCacheBytes, kvType, sequences, checkpointBytes, choice, numCtx, mlxLibrary, kernels);
     }
 
     /** These options with MLX-C looked for at {@code library} (null = the usual places). */
     public EngineOptions withMlxLibrary(String library) {
-        return new EngineOptions(kvCacheBytes, kvType, sequences, checkpointBytes, backend, numCtx, library);
+        return new EngineOptions(kvCacheBytes, kvType, sequences, checkpointBytes, backend, numCtx, library, kernels);
+    }
+
+    /** These options with the CPU backend's kernels {@code choice}. */
+    public EngineOptions withKernels(KernelChoice choice) {
+        return new EngineOptions(kvCacheBytes, kvType, sequences, checkpointBytes, backend, numCtx, mlxLibrary, choice);
     }
 
     /** These options with the default context {@code n} (0 = Ollama's default). */
     public EngineOptions withNumCtx(int n) {
-        return new EngineOptions(kvCacheBytes, kvType, sequences, checkpointBytes, backend, n, mlxLibrary);
+        return new EngineOptions(kvCacheBytes, kvType, sequences, checkpointBytes, backend, n, mlxLibrary, kernels);
     }
 
     /** "f32" or "f16" (any case) as an element type; anything else is refused naming kv_type. */

@@ -99,7 +99,7 @@ public final class LoadedModel implements AutoCloseable {
         PagePool pool = null;
         try {
             Tokenizer tokenizer = file.tokenizer();
-            backend = Backends.create(options.backend(), options.mlxLibrary(), threads, file.spec().name());
+            backend = Backends.create(options.backend(), options.mlxLibrary(), threads, options.kernels(), file.spec().name());
             int total = file.tensors().count();
             Architecture arch = file.load(backend, done -> progress.update(done, total));
             String modelId = modelId(file.contentFiles());
@@ -180,6 +180,11 @@ public final class LoadedModel implements AutoCloseable {
 
     /** The backend's name ("cpu"). */
     public String backendName() { return backend.name(); }
+
+    /** The CPU backend's kernels ("java", "native avx512vnni", …); "-" on another backend. */
+    public String kernels() {
+        return backend instanceof dev.forkpoint.backend.cpu.CpuBackend cpu ? cpu.kernelsInUse() : "-";
+    }
 
     public ModelInfo info() throws IOException {
         ModelConfig c = architecture.config();

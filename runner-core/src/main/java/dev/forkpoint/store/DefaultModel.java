@@ -71,20 +71,9 @@ public final class DefaultModel {
 
     private DefaultModel() {}
 
-    /**
-     * Where the built-in model is cached: {@code $XDG_CACHE_HOME/forkpoint} when that is set (an absolute path),
-     * otherwise {@code ~/Library/Caches/forkpoint} on macOS, {@code %LOCALAPPDATA%\forkpoint} on Windows and
-     * {@code ~/.cache/forkpoint} elsewhere.
-     */
+    /** Where the built-in model is cached: Forkpoint's cache directory ({@link dev.forkpoint.CacheDirectory}). */
     public static Path cacheDirectory(Map<String, String> env) {
-        String xdg = env.get("XDG_CACHE_HOME");
-        if (xdg != null && !xdg.isBlank() && Path.of(xdg).isAbsolute()) return Path.of(xdg, "forkpoint");
-        String os = System.getProperty("os.name", "").toLowerCase(Locale.ROOT);
-        String home = env.getOrDefault("HOME", System.getProperty("user.home"));
-        if (os.contains("mac") || os.contains("darwin")) return Path.of(home, "Library", "Caches", "forkpoint");
-        String localAppData = env.get("LOCALAPPDATA");
-        if (os.contains("windows") && localAppData != null && !localAppData.isBlank()) return Path.of(localAppData, "forkpoint");
-        return Path.of(home, ".cache", "forkpoint");
+        return dev.forkpoint.CacheDirectory.of(env);
     }
 
     /**

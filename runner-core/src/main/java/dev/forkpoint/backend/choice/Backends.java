@@ -4,6 +4,7 @@ import dev.forkpoint.InvalidInputException;
 import dev.forkpoint.backend.Backend;
 import dev.forkpoint.backend.BackendChoice;
 import dev.forkpoint.backend.BackendProvider;
+import dev.forkpoint.backend.KernelChoice;
 import dev.forkpoint.backend.cpu.CpuBackend;
 
 import java.util.List;
@@ -55,15 +56,25 @@ public final class Backends {
      * refused by the backend when the model loads ({@link Backend#checkArchitecture}).
      */
     public static Backend create(BackendChoice choice, String library, int threads, String architecture) {
-        return create(choice, library, threads, architecture, Platform.current(), providers());
+        return create(choice, library, threads, KernelChoice.AUTO, architecture);
+    }
+
+    /** {@link #create(BackendChoice, String, int, String)} with the CPU backend's kernels {@code kernels}. */
+    public static Backend create(BackendChoice choice, String library, int threads, KernelChoice kernels, String architecture) {
+        return create(choice, library, threads, kernels, architecture, Platform.current(), providers());
     }
 
     static Backend create(BackendChoice choice, String library, int threads, String architecture, Platform platform,
                           List<BackendProvider> providers) {
+        return create(choice, library, threads, KernelChoice.JAVA, architecture, platform, providers);
+    }
+
+    static Backend create(BackendChoice choice, String library, int threads, KernelChoice kernels, String architecture,
+                          Platform platform, List<BackendProvider> providers) {
         BackendSelection s = forArchitecture(select(choice, library, platform, providers), architecture, providers);
         LOG.log(System.Logger.Level.INFO, s.describe());
         return switch (s.backend()) {
-            case CPU -> new CpuBackend(threads);
+            case CPU -> new CpuBackend(threads, kernels);
             case MLX -> provider(BackendChoice.MLX, providers).orElseThrow().create(library);
             case AUTO -> throw new IllegalStateException("a selection names a concrete backend");
         };

@@ -1,6 +1,7 @@
 package dev.forkpoint.backend.cpu;
 
 import dev.forkpoint.backend.Backend;
+import dev.forkpoint.backend.KernelChoice;
 import dev.forkpoint.backend.KvStore;
 import dev.forkpoint.backend.Ops;
 import dev.forkpoint.backend.RecurrentLayout;
@@ -22,10 +23,27 @@ import java.nio.ByteOrder;
 public final class CpuBackend implements Backend {
     private final WorkerPool pool;
     private final CpuOps ops;
+    private final NativeKernels nativeKernels;   // null: the Java kernels only
 
+    /** A backend with {@code threads} threads on the Java kernels. */
     public CpuBackend(int threads) {
+        this(threads, KernelChoice.JAVA);
+    }
+
+    /**
+     * A backend with {@code threads} threads whose quantised matrices (Q8_0, Q4_0) multiply decode-sized batches on the
+     * kernels {@code kernels} selects: {@code native} refuses (naming --kernels) when no C compiler built them,
+     * {@code auto} falls back to Java (said once).
+     */
+    public CpuBackend(int threads, KernelChoice kernels) {
+        this.nativeKernels = NativeKernels.forChoice(kernels).orElse(null);
         this.pool = new WorkerPool(threads);
         this.ops = new CpuOps(pool);
+    }
+
+    /** The kernels in use: "java", or "native VARIANT" (avx512vnni, avx2, neon, c). */
+    public String kernelsInUse() {
+        return nativeKernels == null ? "java" : "native " + nativeKernels.variant().suffix;
     }
 
     public String name() { return "cpu"; }
@@ -41,11 +59,11 @@ public final class CpuBackend implements Backend {
         };
     }
 
-    private static Weight ggml(GgmlTensor t) {
+    private Weight ggml(GgmlTensor t) {
         if (t.shape().length == 1) {
             return new CpuWeight(t.name(), t.type().name(), 1, t.rowLength(), null, vectorValues(t));
         }
-        PackedMatrix m = PackedMatrix.of(t);
+        PackedMatrix m = PackedMatrix.of(t, nativeKernels);
         return new CpuWeight(t.name(), t.type().name(), m.rows(), m.cols(), m, null);
     }
 
@@ -90,6 +108,21 @@ public final class CpuBackend implements Backend {
     /** What the kernels run with here, for {@code forkpoint doctor}: "Java Vector API, 512-bit float vectors (16 lanes)". */
     public static String kernels() {
         return "Java Vector API, " + KernelSupport.F.vectorBitSize() + "-bit float vectors (" + KernelSupport.L + " lanes)";
+    }
+
+    /**
+     * What {@code --kernels auto} gets here, for {@code forkpoint doctor}: "native avx512vnni (variants this CPU runs:
+     * avx512vnni, avx2, c; built with /usr/bin/cc into PATH)", or "java only: REASON". Builds the library when it is not
+     * built yet.
+     */
+    public static String nativeKernelsStatus() {
+        Object library = NativeKernels.library(System.getenv());
+        if (library instanceof NativeKernels.Library l) {
+            return "native " + l.runnable().getFirst().suffix + " (variants this CPU runs: "
+                    + String.join(", ", l.runnable().stream().map(v -> v.suffix).toList()) + "; built with " + l.compiler()
+                    + " into " + l.path() + ")";
+        }
+        return "java only: " + library;
     }
 
     public static long moeWeightBytesRead() { return CpuMoe.weightBytesRead(); }

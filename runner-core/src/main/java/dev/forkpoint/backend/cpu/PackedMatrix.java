@@ -59,14 +59,19 @@ public interface PackedMatrix {
      * kernels cannot compute with (listing the supported ones) and when the data does not fit the shape.
      */
     static PackedMatrix of(GgmlTensor t) {
+        return of(t, null);
+    }
+
+    /** {@link #of(GgmlTensor)} with the native kernels for the types they cover (Q8_0, Q4_0); null: the Java kernels. */
+    static PackedMatrix of(GgmlTensor t, NativeKernels nativeKernels) {
         int rows = t.rows(), cols = t.rowLength();
         try {
             return switch (t.type()) {
                 case F32 -> new F32Matrix(t.data(), rows, cols);
                 case F16 -> new F16Matrix(t.data(), rows, cols);
                 case BF16 -> new BF16Matrix(t.data(), rows, cols);
-                case Q8_0 -> new Q8_0Matrix(t.data(), rows, cols);
-                case Q4_0 -> new Q4_0Matrix(t.data(), rows, cols);
+                case Q8_0 -> new Q8_0Matrix(t.data(), rows, cols, nativeKernels);
+                case Q4_0 -> new Q4_0Matrix(t.data(), rows, cols, nativeKernels);
                 case Q4_K -> new Q4KMatrix(t.data(), rows, cols);
                 case Q6_K -> new Q6KMatrix(t.data(), rows, cols);
                 default -> throw new InvalidInputException("tensor " + t.name() + " has type " + t.type()

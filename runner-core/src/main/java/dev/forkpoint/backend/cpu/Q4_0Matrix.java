@@ -31,16 +31,26 @@ final class Q4_0Matrix implements PackedMatrix {
     private final int rows;
     private final int cols;
     private final int blocks;
+    private final NativeKernels nativeKernels;   // null: the Java kernels below
 
     Q4_0Matrix(MemorySegment data, int rows, int cols) {
+        this(data, rows, cols, null);
+    }
+
+    /** With {@code nativeKernels} (null: none) for decode-sized multiplies (≤ {@value KernelSupport#DECODE_MAX_ROWS} tokens). */
+    Q4_0Matrix(MemorySegment data, int rows, int cols, NativeKernels nativeKernels) {
         KernelSupport.checkShape("Q4_0", data, rows, cols, 32, BYTES);
         this.data = data;
         this.rows = rows;
         this.cols = cols;
         this.blocks = cols / 32;
+        this.nativeKernels = nativeKernels;
     }
 
     public String typeName() { return "Q4_0"; }
+
+    /** Which kernels multiply: "java", or the native variant ("native avx512vnni"). */
+    String kernels() { return nativeKernels == null ? "java" : "native " + nativeKernels.variant().suffix; }
     public int rows() { return rows; }
     public int cols() { return cols; }
     public long rowBytes() { return (long) blocks * BYTES; }
@@ -51,6 +61,13 @@ final class Q4_0Matrix implements PackedMatrix {
         Q8Activations a = Q8Activations.q8_0(x, n, cols);
         if (prefill) {
             FloatGemm.multiply(this, firstRow, rowCount, a.dequantized(), n, out, pool);
+            return;
+        }
+        if (nativeKernels != null) {
+            byte[] codes = a.codes();
+            float[] scales = a.d();
+            pool.runRanges(rowCount, KernelSupport.parts(pool), 8, (from, to) -> nativeKernels.q4_0(data,
+                    (long) (firstRow + from) * blocks * BYTES, blocks, to - from, codes, scales, n, out, from, rowCount));
             return;
         }
         short[] q = a.q();

@@ -76,6 +76,13 @@ record Q8Activations(short[] q, float[] d, short[] sums, int blockSize) {
         return new Q8Activations(q, d, sums, 256);
     }
 
+    /** The quants as bytes (each fits: |q| ≤ 127), for the native kernels. */
+    byte[] codes() {
+        byte[] b = new byte[q.length];
+        for (int i = 0; i < b.length; i++) b[i] = (byte) q[i];
+        return b;
+    }
+
     /** The activations these quants stand for, q · d, as floats (token-major like the input). */
     float[] dequantized() {
         float[] out = new float[q.length];

@@ -1,0 +1,367 @@
+/*
+ * Forkpoint's native CPU kernels (issue 15), called from runner-core through FFM (backend.cpu.NativeKernels).
+ * Written for this project. Built at run time by runner-core with the system C compiler (cc, gcc or clang) into the
+ * user's cache; one library holds every variant its compiler can build for this architecture, each function marked
+ * with the instruction set it needs (so the library loads on any CPU of the architecture), and the Java side calls
+ * the best variant fp_cpu_features() says this CPU runs.
+ *
+ * The kernels compute one slice of rows of a quantised matrix times 1 … 16 tokens of activations that the Java side
+ * quantised to Q8_0 (int8 codes, one float scale per 32): out[t * out_stride + i] = Σ_b d_w(row i, b) · d_x(t, b) ·
+ * Σ_j q_w · q_x. Invariants the Java side relies on:
+ *   - a (row, token) result depends only on that row's and that token's bytes: not on the token count, the slice or
+ *     the row's place in it (batch invariance: a decode batch equals its rows run one at a time, bit for bit);
+ *   - each block's integer dot product is exact (int32); the float sum over blocks runs in block order in a fixed
+ *     number of lanes per variant, so variants differ from each other and from the Java kernels only by float
+ *     rounding (tests state the bound);
+ *   - nothing is allocated, nothing is kept between calls, no thread is started: the Java worker pool splits the rows.
+ *
+ * GGML block layouts: Q8_0 = f16 scale + 32 int8 codes (34 bytes), value q·d; Q4_0 = f16 scale + 16 bytes whose low
+ * nibbles are elements 0…15 and high nibbles elements 16…31 (18 bytes), value (q − 8)·d.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#define FP_X86 1
+#include <immintrin.h>
+#endif
+#if defined(__aarch64__)
+#define FP_ARM 1
+#include <arm_neon.h>
+#endif
+
+#define FP_EXPORT __attribute__((visibility("default")))
+
+/* ---- shared -------------------------------------------------------------------------------------------------- */
+
+/* IEEE half → float, exact for every value (normals, subnormals, infinities, NaNs). */
+static inline float fp16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exponent = (h >> 10) & 0x1fu;
+    uint32_t mantissa = h & 0x3ffu;
+    uint32_t bits;
+    if (exponent == 0x1fu) {
+        bits = sign | 0x7f800000u | (mantissa << 13);
+    } else if (exponent != 0) {
+        bits = sign | ((exponent + 112u) << 23) | (mantissa << 13);
+    } else if (mantissa == 0) {
+        bits = sign;
+    } else {   /* subnormal: normalise */
+        int shift = 0;
+        while ((mantissa & 0x400u) == 0) { mantissa <<= 1; shift++; }
+        mantissa &= 0x3ffu;
+        bits = sign | ((uint32_t)(113 - shift) << 23) | (mantissa << 13);
+    }
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static inline uint16_t load_u16(const uint8_t* p) {
+    return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+enum { FP_AVX2 = 1, FP_AVX512_VNNI = 2, FP_NEON = 4 };
+
+/* The variants this CPU runs (a bit set of FP_*): what the Java side chooses from. */
+FP_EXPORT int fp_cpu_features(void) {
+    int f = 0;
+#ifdef FP_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) f |= FP_AVX2;
+    if ((f & FP_AVX2) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
+            && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni")) f |= FP_AVX512_VNNI;
+#endif
+#ifdef FP_ARM
+    f |= FP_NEON;
+#endif
+    return f;
+}
+
+/* The ABI version of these entry points: the Java side refuses a library of another. */
+FP_EXPORT int fp_abi_version(void) { return 1; }
+
+/* ---- portable C ---------------------------------------------------------------------------------------------- */
+
+FP_EXPORT void fp_q8_0_rows_c(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
+                              int32_t n, float* out, int32_t out_stride) {
+    for (int32_t r = 0; r < rows; r++) {
+        const uint8_t* row = w + (int64_t)r * blocks * 34;
+        for (int32_t t = 0; t < n; t++) {
+            const int8_t* x = xq + (int64_t)t * blocks * 32;
+            const float* dx = xd + (int64_t)t * blocks;
+            float acc = 0.0f;
+            for (int32_t b = 0; b < blocks; b++) {
+                const uint8_t* blk = row + (int64_t)b * 34;
+                const int8_t* q = (const int8_t*)(blk + 2);
+                int32_t s = 0;
+                for (int j = 0; j < 32; j++) s += (int32_t)q[j] * x[b * 32 + j];
+                acc += (float)s * (fp16_to_f32(load_u16(blk)) * dx[b]);
+            }
+            out[(int64_t)t * out_stride + r] = acc;
+        }
+    }
+}
+
+FP_EXPORT void fp_q4_0_rows_c(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
+                              int32_t n, float* out, int32_t out_stride) {
+    for (int32_t r = 0; r < rows; r++) {
+        const uint8_t* row = w + (int64_t)r * blocks * 18;
+        for (int32_t t = 0; t < n; t++) {
+            const int8_t* x = xq + (int64_t)t * blocks * 32;
+            const float* dx = xd + (int64_t)t * blocks;
+            float acc = 0.0f;
+            for (int32_t b = 0; b < blocks; b++) {
+                const uint8_t* blk = row + (int64_t)b * 18;
+                const int8_t* xb = x + b * 32;
+                int32_t s = 0;
+                for (int j = 0; j < 16; j++) {
+                    s += ((int32_t)(blk[2 + j] & 0x0f) - 8) * xb[j];
+                    s += ((int32_t)(blk[2 + j] >> 4) - 8) * xb[j + 16];
+                }
+                acc += (float)s * (fp16_to_f32(load_u16(blk)) * dx[b]);
+            }
+            out[(int64_t)t * out_stride + r] = acc;
+        }
+    }
+}
+
+/* ---- x86: AVX2 + FMA ----------------------------------------------------------------------------------------- */
+#ifdef FP_X86
+
+__attribute__((target("avx2,fma")))
+static inline float hsum256(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* Σ w·x over 32 int8 pairs as 8 int32 lanes: |w| (unsigned) times x with w's sign, pairs summed (≤ 2·128·127 fits
+ * 16 bits), then to 32 bits. Exact. */
+__attribute__((target("avx2,fma")))
+static inline __m256i dot32_s8_avx2(__m256i w, __m256i x) {
+    __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+    return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+}
+
+/* Σ q·x with q unsigned nibbles 0…15 (as 32 bytes) and x int8: pairs ≤ 2·15·128 fit 16 bits. Exact. */
+__attribute__((target("avx2,fma")))
+static inline __m256i dot32_u4s8_avx2(__m256i q, __m256i x) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(q, x), _mm256_set1_epi16(1));
+}
+
+/* A Q4_0 block's 16 code bytes as 32 unsigned nibbles in element order (low nibbles, then high). */
+__attribute__((target("avx2,fma")))
+static inline __m256i nibbles_avx2(const uint8_t* qs) {
+    __m128i packed = _mm_loadu_si128((const __m128i*)qs);
+    __m128i m = _mm_set1_epi8(0x0f);
+    __m128i lo = _mm_and_si128(packed, m);
+    __m128i hi = _mm_and_si128(_mm_srli_epi16(packed, 4), m);
+    return _mm256_set_m128i(hi, lo);
+}
+
+__attribute__((target("avx2,fma")))
+FP_EXPORT void fp_q8_0_rows_avx2(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
+                                 int32_t n, float* out, int32_t out_stride) {
+    for (int32_t r = 0; r < rows; r++) {
+        const uint8_t* row = w + (int64_t)r * blocks * 34;
+        for (int32_t t = 0; t < n; t++) {
+            const int8_t* x = xq + (int64_t)t * blocks * 32;
+            const float* dx = xd + (int64_t)t * blocks;
+            __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+            int32_t b = 0;
+            for (; b + 1 < blocks; b += 2) {
+                const uint8_t* k0 = row + (int64_t)b * 34;
+                const uint8_t* k1 = k0 + 34;
+                __m256i s0 = dot32_s8_avx2(_mm256_loadu_si256((const __m256i*)(k0 + 2)), _mm256_loadu_si256((const __m256i*)(x + b * 32)));
+                __m256i s1 = dot32_s8_avx2(_mm256_loadu_si256((const __m256i*)(k1 + 2)), _mm256_loadu_si256((const __m256i*)(x + b * 32 + 32)));
+                acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_set1_ps(fp16_to_f32(load_u16(k0)) * dx[b]), acc0);
+                acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_set1_ps(fp16_to_f32(load_u16(k1)) * dx[b + 1]), acc1);
+            }
+            if (b < blocks) {
+                const uint8_t* k0 = row + (int64_t)b * 34;
+                __m256i s0 = dot32_s8_avx2(_mm256_loadu_si256((const __m256i*)(k0 + 2)), _mm256_loadu_si256((const __m256i*)(x + b * 32)));
+                acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_set1_ps(fp16_to_f32(load_u16(k0)) * dx[b]), acc0);
+            }
+            out[(int64_t)t * out_stride + r] = hsum256(_mm256_add_ps(acc0, acc1));
+        }
+    }
+}
+
+__attribute__((target("avx2,fma")))
+FP_EXPORT void fp_q4_0_rows_avx2(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
+                                 int32_t n, float* out, int32_t out_stride) {
+    const __m256i ones = _mm256_set1_epi8(1);
+    for (int32_t r = 0; r < rows; r++) {
+        const uint8_t* row = w + (int64_t)r * blocks * 18;
+        for (int32_t t = 0; t < n; t++) {
+            const int8_t* x = xq + (int64_t)t * blocks * 32;
+            const float* dx = xd + (int64_t)t * blocks;
+            __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+            int32_t b = 0;
+            for (; b < blocks; b++) {
+                const uint8_t* k = row + (int64_t)b * 18;
+                __m256i xv = _mm256_loadu_si256((const __m256i*)(x + b * 32));
+                /* Σ (q − 8)·x = Σ q·x − 8·Σ x, both exact */
+                __m256i s = _mm256_sub_epi32(dot32_u4s8_avx2(nibbles_avx2(k + 2), xv),
+                                             _mm256_slli_epi32(dot32_u4s8_avx2(ones, xv), 3));
+                __m256 scaled = _mm256_set1_ps(fp16_to_f32(load_u16(k)) * dx[b]);
+                if (b & 1) acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), scaled, acc1);
+                else acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), scaled, acc0);
+            }
+            out[(int64_t)t * out_stride + r] = hsum256(_mm256_add_ps(acc0, acc1));
+        }
+    }
+}
+
+/* ---- x86: AVX-512 VNNI (two blocks per 512-bit register) ----------------------------------------------------- */
+
+#define FP_VNNI "avx2,fma,avx512f,avx512bw,avx512vl,avx512vnni"
+
+__attribute__((target(FP_VNNI)))
+static inline __m512i two_blocks(const uint8_t* a, const uint8_t* b) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i*)a)),
+                              _mm256_loadu_si256((const __m256i*)b), 1);
+}
+
+/* The float scale of two blocks: the first's in lanes 0…7, the second's in 8…15. */
+__attribute__((target(FP_VNNI)))
+static inline __m512 two_scales(float s0, float s1) {
+    return _mm512_mask_blend_ps((__mmask16)0xff00, _mm512_set1_ps(s0), _mm512_set1_ps(s1));
+}
+
+__attribute__((target(FP_VNNI)))
+static inline float hsum512(__m512 v) {
+    __m256 s = _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+}
+
+__attribute__((target(FP_VNNI)))
+FP_EXPORT void fp_q8_0_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
+                                       int32_t n, float* out, int32_t out_stride) {
+    const __m512i zero = _mm512_setzero_si512();
+    for (int32_t r = 0; r < rows; r++) {
+        const uint8_t* row = w + (int64_t)r * blocks * 34;
+        for (int32_t t = 0; t < n; t++) {
+            const int8_t* x = xq + (int64_t)t * blocks * 32;
+            const float* dx = xd + (int64_t)t * blocks;
+            __m512 acc = _mm512_setzero_ps();
+            int32_t b = 0;
+            for (; b + 1 < blocks; b += 2) {
+                const uint8_t* k0 = row + (int64_t)b * 34;
+                const uint8_t* k1 = k0 + 34;
+                __m512i wv = two_blocks(k0 + 2, k1 + 2);
+                __m512i xv = _mm512_loadu_si512((const void*)(x + b * 32));
+                /* |w| (unsigned) · (x with w's sign): exact int32 sums of 4 products */
+                __m512i xs = _mm512_mask_sub_epi8(xv, _mm512_movepi8_mask(wv), zero, xv);
+                __m512i s = _mm512_dpbusd_epi32(zero, _mm512_abs_epi8(wv), xs);
+                acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s),
+                                      two_scales(fp16_to_f32(load_u16(k0)) * dx[b], fp16_to_f32(load_u16(k1)) * dx[b + 1]), acc);
+            }
+            float tail = 0.0f;
+            if (b < blocks) {
+                const uint8_t* k0 = row + (int64_t)b * 34;
+                __m256i wv = _mm256_loadu_si256((const __m256i*)(k0 + 2));
+                __m256i xv = _mm256_loadu_si256((const __m256i*)(x + b * 32));
+                __m256i xs = _mm256_mask_sub_epi8(xv, _mm256_movepi8_mask(wv), _mm256_setzero_si256(), xv);
+                __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(wv), xs);
+                tail = hsum256(_mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(fp16_to_f32(load_u16(k0)) * dx[b])));
+            }
+            out[(int64_t)t * out_stride + r] = hsum512(acc) + tail;
+        }
+    }
+}
+
+__attribute__((target(FP_VNNI)))
+FP_EXPORT void fp_q4_0_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
+                                       int32_t n, float* out, int32_t out_stride) {
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512i ones = _mm512_set1_epi8(1);
+    for (int32_t r = 0; r < rows; r++) {
+        const uint8_t* row = w + (int64_t)r * blocks * 18;
+        for (int32_t t = 0; t < n; t++) {
+            const int8_t* x = xq + (int64_t)t * blocks * 32;
+            const float* dx = xd + (int64_t)t * blocks;
+            __m512 acc = _mm512_setzero_ps();
+            int32_t b = 0;
+            for (; b + 1 < blocks; b += 2) {
+                const uint8_t* k0 = row + (int64_t)b * 18;
+                const uint8_t* k1 = k0 + 18;
+                __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(nibbles_avx2(k0 + 2)), nibbles_avx2(k1 + 2), 1);
+                __m512i xv = _mm512_loadu_si512((const void*)(x + b * 32));
+                /* Σ (q − 8)·x = Σ q·x − 8·Σ x, exact in int32 */
+                __m512i s = _mm512_sub_epi32(_mm512_dpbusd_epi32(zero, q, xv), _mm512_slli_epi32(_mm512_dpbusd_epi32(zero, ones, xv), 3));
+                acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s),
+                                      two_scales(fp16_to_f32(load_u16(k0)) * dx[b], fp16_to_f32(load_u16(k1)) * dx[b + 1]), acc);
+            }
+            float tail = 0.0f;
+            if (b < blocks) {
+                const uint8_t* k0 = row + (int64_t)b * 18;
+                __m256i xv = _mm256_loadu_si256((const __m256i*)(x + b * 32));
+                __m256i s = _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), nibbles_avx2(k0 + 2), xv),
+                                             _mm256_slli_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), xv), 3));
+                tail = hsum256(_mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(fp16_to_f32(load_u16(k0)) * dx[b])));
+            }
+            out[(int64_t)t * out_stride + r] = hsum512(acc) + tail;
+        }
+    }
+}
+#endif /* FP_X86 */
+
+/* ---- arm64: NEON ----------------------------------------------------------------------------------------------- */
+#ifdef FP_ARM
+
+/* Σ w·x over 32 int8 pairs, exact: widening multiplies to 16 bits (|w·x| ≤ 128·128), pairwise-added into 32 bits. */
+static inline int32_t dot32_s8_neon(const int8_t* w, const int8_t* x) {
+    int8x16_t w0 = vld1q_s8(w), w1 = vld1q_s8(w + 16), x0 = vld1q_s8(x), x1 = vld1q_s8(x + 16);
+    int32x4_t s = vpaddlq_s16(vmull_s8(vget_low_s8(w0), vget_low_s8(x0)));
+    s = vpadalq_s16(s, vmull_s8(vget_high_s8(w0), vget_high_s8(x0)));
+    s = vpadalq_s16(s, vmull_s8(vget_low_s8(w1), vget_low_s8(x1)));
+    s = vpadalq_s16(s, vmull_s8(vget_high_s8(w1), vget_high_s8(x1)));
+    return vaddvq_s32(s);
+}
+
+FP_EXPORT void fp_q8_0_rows_neon(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
+                                 int32_t n, float* out, int32_t out_stride) {
+    for (int32_t r = 0; r < rows; r++) {
+        const uint8_t* row = w + (int64_t)r * blocks * 34;
+        for (int32_t t = 0; t < n; t++) {
+            const int8_t* x = xq + (int64_t)t * blocks * 32;
+            const float* dx = xd + (int64_t)t * blocks;
+            float acc = 0.0f;
+            for (int32_t b = 0; b < blocks; b++) {
+                const uint8_t* k = row + (int64_t)b * 34;
+                acc += (float)dot32_s8_neon((const int8_t*)(k + 2), x + b * 32) * (fp16_to_f32(load_u16(k)) * dx[b]);
+            }
+            out[(int64_t)t * out_stride + r] = acc;
+        }
+    }
+}
+
+FP_EXPORT void fp_q4_0_rows_neon(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
+                                 int32_t n, float* out, int32_t out_stride) {
+    const uint8x16_t m = vdupq_n_u8(0x0f);
+    const int8x16_t eight = vdupq_n_s8(8);
+    for (int32_t r = 0; r < rows; r++) {
+        const uint8_t* row = w + (int64_t)r * blocks * 18;
+        for (int32_t t = 0; t < n; t++) {
+            const int8_t* x = xq + (int64_t)t * blocks * 32;
+            const float* dx = xd + (int64_t)t * blocks;
+            float acc = 0.0f;
+            for (int32_t b = 0; b < blocks; b++) {
+                const uint8_t* k = row + (int64_t)b * 18;
+                uint8x16_t packed = vld1q_u8(k + 2);
+                int8_t q[32];
+                vst1q_s8(q, vsubq_s8(vreinterpretq_s8_u8(vandq_u8(packed, m)), eight));
+                vst1q_s8(q + 16, vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(packed, 4)), eight));
+                acc += (float)dot32_s8_neon(q, x + b * 32) * (fp16_to_f32(load_u16(k)) * dx[b]);
+            }
+            out[(int64_t)t * out_stride + r] = acc;
+        }
+    }
+}
+#endif /* FP_ARM */

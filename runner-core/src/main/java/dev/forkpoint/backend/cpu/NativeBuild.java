@@ -1,0 +1,171 @@
+package dev.forkpoint.backend.cpu;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Builds the native kernels' library from their C source ({@code native/cpu/forkpoint_kernels.c}, on the class path)
+ * with the system C compiler, once per source and compiler: the library is kept in Forkpoint's cache under a name
+ * that is the hash of both ({@code native/<hash>/libforkpoint-kernels.so}), written to a temporary name and renamed
+ * into place, so that concurrent JVMs and killed builds never leave a half-written library under the real name.
+ * The compiler is {@code $FORKPOINT_CC}, else {@code $CC}, else {@code cc}, {@code gcc}, {@code clang} on the
+ * {@code PATH}; none found is an outcome, not an error: the caller runs the Java kernels and says why.
+ */
+final class NativeBuild {
+    static final String SOURCE = "native/forkpoint_kernels.c";
+    private static final List<String> COMPILERS = List.of("cc", "gcc", "clang");
+
+    /** What a build gave: the library, or why there is none (each compiler looked for, or the compiler's output). */
+    sealed interface Outcome {
+        record Built(Path library, String compiler) implements Outcome {}
+        record Unavailable(String reason) implements Outcome {}
+    }
+
+    private NativeBuild() {}
+
+    /** The library for this source and compiler in {@code cache}, built first when it is not there. */
+    static Outcome library(Map<String, String> env, Path cache) {
+        Optional<String> compiler = compiler(env);
+        if (compiler.isEmpty()) {
+            return new Outcome.Unavailable("no C compiler found ($FORKPOINT_CC, $CC, then " + String.join(", ", COMPILERS)
+                    + " on the PATH)");
+        }
+        String source;
+        try (InputStream in = NativeBuild.class.getResourceAsStream(SOURCE)) {
+            if (in == null) return new Outcome.Unavailable("the kernels' C source is not in this build (" + SOURCE + ")");
+            source = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            return new Outcome.Unavailable("cannot read the kernels' C source: " + e.getMessage());
+        }
+        String version = run(List.of(compiler.get(), "--version"), 20).orElse("?");
+        List<String> flags = flags();
+        Path dir = cache.resolve("native").resolve(hash(source + "\n" + compiler.get() + "\n" + version + "\n" + flags));
+        Path library = dir.resolve(libraryName());
+        if (Files.isRegularFile(library)) return new Outcome.Built(library, compiler.get());
+        try {
+            Files.createDirectories(dir);
+            Path c = dir.resolve("forkpoint_kernels.c");
+            Files.writeString(c, source);
+            Path temporary = Files.createTempFile(dir, "build-", ".tmp");
+            List<String> command = new ArrayList<>();
+            command.add(compiler.get());
+            command.addAll(flags);
+            command.addAll(List.of("-o", temporary.toString(), c.toString()));
+            StringBuilder output = new StringBuilder();
+            if (!succeeds(command, output)) {
+                Files.deleteIfExists(temporary);
+                return new Outcome.Unavailable(compiler.get() + " could not build the kernels: " + output.toString().strip());
+            }
+            try {
+                Files.move(temporary, library, StandardCopyOption.ATOMIC_MOVE);
+            } catch (AtomicMoveNotSupportedException e) {
+                Files.move(temporary, library, StandardCopyOption.REPLACE_EXISTING);
+            }
+            return new Outcome.Built(library, compiler.get());
+        } catch (IOException e) {
+            return new Outcome.Unavailable("cannot build the kernels in " + dir + ": " + e.getMessage());
+        }
+    }
+
+    /** The first compiler that runs: $FORKPOINT_CC, $CC, then cc, gcc, clang on the PATH. */
+    static Optional<String> compiler(Map<String, String> env) {
+        List<String> candidates = new ArrayList<>();
+        for (String variable : List.of("FORKPOINT_CC", "CC")) {
+            String v = env.get(variable);
+            if (v != null && !v.isBlank()) candidates.add(v.strip());
+        }
+        String path = env.getOrDefault("PATH", "");
+        for (String name : COMPILERS) {
+            for (String dir : path.split(java.io.File.pathSeparator)) {
+                if (dir.isEmpty()) continue;
+                Path p = Path.of(dir, name);
+                if (Files.isExecutable(p)) {
+                    candidates.add(p.toString());
+                    break;
+                }
+            }
+        }
+        for (String c : candidates) {
+            if (Path.of(c).isAbsolute() ? Files.isExecutable(Path.of(c)) : run(List.of(c, "--version"), 20).isPresent()) {
+                return Optional.of(c);
+            }
+        }
+        return Optional.empty();
+    }
+
+    private static List<String> flags() {
+        List<String> f = new ArrayList<>(List.of("-O3", "-std=c11", "-fPIC", "-fvisibility=hidden"));
+        f.add(mac() ? "-dynamiclib" : "-shared");
+        return f;
+    }
+
+    static String libraryName() {
+        return mac() ? "libforkpoint-kernels.dylib" : "libforkpoint-kernels.so";
+    }
+
+    private static boolean mac() {
+        return System.getProperty("os.name", "").toLowerCase(Locale.ROOT).startsWith("mac");
+    }
+
+    private static boolean succeeds(List<String> command, StringBuilder output) {
+        try {
+            Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+            output.append(new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+            if (!p.waitFor(120, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                output.append("(timed out after 120 s)");
+                return false;
+            }
+            return p.exitValue() == 0;
+        } catch (IOException e) {
+            output.append(e.getMessage());
+            return false;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            output.append("interrupted");
+            return false;
+        }
+    }
+
+    /** The first line a command prints when it exits 0, else empty. */
+    private static Optional<String> run(List<String> command, int seconds) {
+        StringBuilder out = new StringBuilder();
+        try {
+            Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+            out.append(new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+            if (!p.waitFor(seconds, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                return Optional.empty();
+            }
+            return p.exitValue() == 0 ? Optional.of(out.toString().lines().findFirst().orElse("")) : Optional.empty();
+        } catch (IOException e) {
+            return Optional.empty();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return Optional.empty();
+        }
+    }
+
+    private static String hash(String text) {
+        try {
+            byte[] d = MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8));
+            return HexFormat.of().formatHex(d, 0, 8);
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+}

@@ -1,0 +1,171 @@
+package dev.forkpoint.backend.cpu;
+
+import dev.forkpoint.CacheDirectory;
+import dev.forkpoint.InvalidInputException;
+import dev.forkpoint.backend.KernelChoice;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+
+/**
+ * The native CPU kernels ({@code native/cpu/forkpoint_kernels.c}) loaded through FFM: one instruction-set
+ * {@link Variant} of the library {@link NativeBuild} made, its functions bound as critical downcalls (no thread-state
+ * transition; heap arrays passed in place, no copies). Each call computes one slice of rows; the Java worker pool does
+ * the threading. The library and its variant are found once per process ({@link #forChoice}); a choice that cannot be
+ * met is said once: {@code auto} falls back to the Java kernels, {@code native} is refused.
+ */
+final class NativeKernels {
+    private static final System.Logger LOG = System.getLogger(NativeKernels.class.getName());
+    private static final Linker LINKER = Linker.nativeLinker();
+    /** void f(const uint8_t* w, int blocks, int rows, const int8_t* xq, const float* xd, int n, float* out, int stride) */
+    private static final FunctionDescriptor ROWS = FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS,
+            JAVA_INT, ADDRESS, JAVA_INT);
+    static final int ABI_VERSION = 1;
+
+    /** An instruction-set variant of the kernels: its symbol suffix and the feature bit fp_cpu_features sets for it. */
+    enum Variant {
+        AVX512_VNNI("avx512vnni", 2), AVX2("avx2", 1), NEON("neon", 4), PORTABLE("c", 0);
+
+        final String suffix;
+        final int feature;
+
+        Variant(String suffix, int feature) {
+            this.suffix = suffix;
+            this.feature = feature;
+        }
+    }
+
+    /** The loaded library: what it was built with and the variants this CPU runs, best first. */
+    record Library(SymbolLookup symbols, Path path, String compiler, List<Variant> runnable) {}
+
+    private static volatile Object loaded;   // a Library, or the String reason there is none
+
+    private final Variant variant;
+    private final MethodHandle q8_0;
+    private final MethodHandle q4_0;
+
+    private NativeKernels(Library library, Variant variant) {
+        this.variant = variant;
+        this.q8_0 = bind(library, "fp_q8_0_rows_" + variant.suffix);
+        this.q4_0 = bind(library, "fp_q4_0_rows_" + variant.suffix);
+    }
+
+    /**
+     * The kernels {@code choice} asks for on this machine: empty for {@code java}; for {@code auto} the best variant,
+     * or empty (said once) when no C compiler built them; for {@code native} the best variant, or an
+     * {@link InvalidInputException} saying why not.
+     */
+    static Optional<NativeKernels> forChoice(KernelChoice choice) {
+        return choice == KernelChoice.JAVA ? Optional.empty() : forChoice(choice, library(System.getenv()));
+    }
+
+    /** {@link #forChoice(KernelChoice)} given what loading the library gave: a {@link Library} or the reason there is none. */
+    static Optional<NativeKernels> forChoice(KernelChoice choice, Object lib) {
+        if (choice == KernelChoice.JAVA) return Optional.empty();
+        if (lib instanceof Library l) return Optional.of(new NativeKernels(l, l.runnable().getFirst()));
+        if (choice == KernelChoice.NATIVE) {
+            throw new InvalidInputException("--kernels native: " + lib + "; use --kernels java or auto");
+        }
+        return Optional.empty();
+    }
+
+    /** A specific variant, when the library was built and this CPU runs it (for the tests); else empty. */
+    static Optional<NativeKernels> variant(Variant v) {
+        return library(System.getenv()) instanceof Library l && l.runnable().contains(v) ? Optional.of(new NativeKernels(l, v)) : Optional.empty();
+    }
+
+    /** The library, or the reason there is none: built and loaded once per process, said once. */
+    static Object library(Map<String, String> env) {
+        Object l = loaded;
+        if (l != null) return l;
+        synchronized (NativeKernels.class) {
+            if (loaded == null) {
+                loaded = load(env, CacheDirectory.of(env));
+                if (loaded instanceof Library lib) {
+                    LOG.log(System.Logger.Level.INFO, "native CPU kernels: {0} (built with {1}: {2})",
+                            lib.runnable().getFirst().suffix, lib.compiler(), lib.path());
+                } else {
+                    LOG.log(System.Logger.Level.INFO, "native CPU kernels not used: {0}; the Java kernels run", loaded);
+                }
+            }
+            return loaded;
+        }
+    }
+
+    static Object load(Map<String, String> env, Path cache) {
+        return switch (NativeBuild.library(env, cache)) {
+            case NativeBuild.Outcome.Unavailable u -> u.reason();
+            case NativeBuild.Outcome.Built b -> {
+                try {
+                    SymbolLookup symbols = SymbolLookup.libraryLookup(b.library(), Arena.global());
+                    MethodHandle abi = LINKER.downcallHandle(symbols.find("fp_abi_version").orElseThrow(), FunctionDescriptor.of(JAVA_INT));
+                    int version = (int) abi.invokeExact();
+                    if (version != ABI_VERSION) yield b.library() + " has ABI version " + version + ", not " + ABI_VERSION;
+                    MethodHandle features = LINKER.downcallHandle(symbols.find("fp_cpu_features").orElseThrow(), FunctionDescriptor.of(JAVA_INT));
+                    int f = (int) features.invokeExact();
+                    List<Variant> runnable = new ArrayList<>();
+                    for (Variant v : Variant.values()) {
+                        if ((v.feature == 0 || (f & v.feature) != 0) && symbols.find("fp_q8_0_rows_" + v.suffix).isPresent()) runnable.add(v);
+                    }
+                    yield new Library(symbols, b.library(), b.compiler(), List.copyOf(runnable));
+                } catch (Throwable t) {
+                    yield "the kernels built at " + b.library() + " do not load: " + t;
+                }
+            }
+        };
+    }
+
+    private static MethodHandle bind(Library library, String name) {
+        MemorySegment symbol = library.symbols().find(name)
+                .orElseThrow(() -> new IllegalStateException(library.path() + " lacks " + name));
+        return LINKER.downcallHandle(symbol, ROWS, Linker.Option.critical(true));
+    }
+
+    Variant variant() { return variant; }
+
+    /**
+     * Rows of a Q8_0 matrix times n ≤ 16 tokens of Q8_0 activations: out[outOffset + t·outStride + i] for the
+     * {@code rows} rows starting at byte {@code weightOffset} of {@code w}.
+     */
+    void q8_0(MemorySegment w, long weightOffset, int blocks, int rows, byte[] xq, float[] xd, int n, float[] out,
+              int outOffset, int outStride) {
+        call(q8_0, w, weightOffset, 34L * blocks * rows, blocks, rows, xq, xd, n, out, outOffset, outStride);
+    }
+
+    /** {@link #q8_0} for a Q4_0 matrix. */
+    void q4_0(MemorySegment w, long weightOffset, int blocks, int rows, byte[] xq, float[] xd, int n, float[] out,
+              int outOffset, int outStride) {
+        call(q4_0, w, weightOffset, 18L * blocks * rows, blocks, rows, xq, xd, n, out, outOffset, outStride);
+    }
+
+    private static void call(MethodHandle h, MemorySegment w, long weightOffset, long weightBytes, int blocks, int rows,
+                             byte[] xq, float[] xd, int n, float[] out, int outOffset, int outStride) {
+        // bounds in Java: the C code trusts its arguments
+        if (n < 1 || n > KernelSupport.DECODE_MAX_ROWS || rows < 0 || (long) n * blocks * 32 > xq.length || (long) n * blocks > xd.length
+                || outOffset < 0 || (rows > 0 && (long) outOffset + (long) (n - 1) * outStride + rows > out.length)) {
+            throw new IllegalArgumentException("native kernel arguments out of range: n " + n + ", rows " + rows + ", blocks " + blocks);
+        }
+        if (rows == 0) return;
+        MemorySegment weights = w.asSlice(weightOffset, weightBytes);   // checks the weights' bounds
+        try {
+            h.invokeExact(weights, blocks, rows, MemorySegment.ofArray(xq), MemorySegment.ofArray(xd), n,
+                    MemorySegment.ofArray(out).asSlice(4L * outOffset), outStride);
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+}

@@ -1,0 +1,217 @@
+package dev.forkpoint.backend.cpu;
+
+import dev.forkpoint.InvalidInputException;
+import dev.forkpoint.backend.KernelChoice;
+import dev.forkpoint.tensor.GgmlTensor;
+import dev.forkpoint.tensor.GgmlType;
+import dev.forkpoint.tensor.Quantization;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Random;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+/**
+ * The native CPU kernels against their Java twins, for every instruction-set variant this machine runs (the others
+ * are skipped with a line): Q8_0 and Q4_0 matrices with ragged shapes (odd block counts, row counts that do not divide
+ * among the threads), 1 … 16 tokens. With unit scales every result is an integer sum, exact in float: native, Java
+ * and the exact value must be the same bits. With real scales both stay within float rounding of a double reference
+ * (|error| ≤ 1e-6 · blocks · Σ|terms|). A batch equals its rows run alone, and a slice of rows the same rows of the
+ * whole, bit for bit (what the engine's batching relies on). Without a C compiler the kernels say so and the CPU
+ * backend runs the Java kernels.
+ */
+class NativeKernelTest {
+    private static WorkerPool pool;
+
+    @BeforeAll
+    static void start() { pool = new WorkerPool(2); }
+
+    @AfterAll
+    static void stop() { pool.close(); }
+
+    private static NativeKernels kernels(NativeKernels.Variant v) {
+        Object library = NativeKernels.library(System.getenv());
+        Assumptions.assumeTrue(library instanceof NativeKernels.Library, () -> "native kernels not built here: " + library);
+        Optional<NativeKernels> k = NativeKernels.variant(v);
+        if (k.isEmpty()) System.err.println("NativeKernelTest: variant " + v + " not runnable on this CPU (or not built for it): skipped");
+        Assumptions.assumeTrue(k.isPresent(), () -> v + " does not run here");
+        return k.get();
+    }
+
+    private static MemorySegment quantized(GgmlType type, float[] w) {
+        MemorySegment seg = Arena.ofAuto().allocate(type.bytesFor(w.length));
+        Quantization.quantize(type, w, 0, w.length, seg, 0);
+        return seg;
+    }
+
+    private static PackedMatrix matrix(GgmlType type, MemorySegment seg, int rows, int cols, NativeKernels k) {
+        return PackedMatrix.of(new GgmlTensor("blk.0.test.weight", type, new long[] {cols, rows}, seg), k);
+    }
+
+    @ParameterizedTest
+    @EnumSource(NativeKernels.Variant.class)
+    void unitScalesGiveExactIntegerSumsOnEveryPath(NativeKernels.Variant v) {
+        NativeKernels k = kernels(v);
+        Random rnd = new Random(3);
+        for (GgmlType type : new GgmlType[] {GgmlType.Q8_0, GgmlType.Q4_0}) {
+            int rows = 13, cols = 32 * 7;
+            // weights whose blocks quantise to scale 1: integers with the block's extreme at 127 (Q8_0) or −8 (Q4_0)
+            float[] w = new float[rows * cols];
+            for (int b = 0; b < w.length / 32; b++) {
+                for (int j = 0; j < 32; j++) {
+                    w[b * 32 + j] = type == GgmlType.Q8_0 ? rnd.nextInt(255) - 127 : rnd.nextInt(16) - 8;
+                }
+                w[b * 32 + rnd.nextInt(32)] = type == GgmlType.Q8_0 ? 127 : -8;
+            }
+            MemorySegment seg = quantized(type, w);
+            for (int n : new int[] {1, 3, 16}) {
+                float[] x = new float[n * cols];   // activations quantising to scale 1: integers with 127 in each block
+                for (int b = 0; b < x.length / 32; b++) {
+                    for (int j = 0; j < 32; j++) x[b * 32 + j] = rnd.nextInt(255) - 127;
+                    x[b * 32 + rnd.nextInt(32)] = 127;
+                }
+                float[] java = new float[n * rows], nat = new float[n * rows];
+                matrix(type, seg, rows, cols, null).multiply(x, n, java, pool);
+                matrix(type, seg, rows, cols, k).multiply(x, n, nat, pool);
+                for (int t = 0; t < n; t++) {
+                    for (int r = 0; r < rows; r++) {
+                        long exact = 0;
+                        for (int c = 0; c < cols; c++) exact += (long) w[r * cols + c] * (long) x[t * cols + c];
+                        int at = t * rows + r;
+                        assertEquals((float) exact, java[at], type + " Java, token " + t + " row " + r);
+                        assertEquals(Float.floatToRawIntBits(java[at]), Float.floatToRawIntBits(nat[at]),
+                                type + " " + v + ", token " + t + " row " + r + ": " + nat[at] + " vs exact " + exact);
+                    }
+                }
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(NativeKernels.Variant.class)
+    void realScalesAreWithinFloatRoundingOfTheJavaKernelsAndOfDouble(NativeKernels.Variant v) {
+        NativeKernels k = kernels(v);
+        Random rnd = new Random(17);
+        int[][] shapes = {{1, 32}, {7, 64}, {37, 96 + 32 * 3}, {129, 32 * 45}, {5, 4096}};
+        for (GgmlType type : new GgmlType[] {GgmlType.Q8_0, GgmlType.Q4_0}) {
+            for (int[] shape : shapes) {
+                int rows = shape[0], cols = shape[1], blocks = cols / 32;
+                float[] w = new float[rows * cols];
+                for (int i = 0; i < w.length; i++) w[i] = (float) (rnd.nextGaussian() * 0.3);
+                MemorySegment seg = quantized(type, w);
+                float[] wq = new float[w.length];
+                Quantization.dequantize(type, seg, 0, wq, 0, wq.length);
+                for (int n : new int[] {1, 2, 5, 16}) {
+                    float[] x = new float[n * cols];
+                    for (int i = 0; i < x.length; i++) x[i] = (float) rnd.nextGaussian();
+                    float[] xq = Q8Activations.q8_0(x, n, cols).dequantized();
+                    float[] java = new float[n * rows], nat = new float[n * rows];
+                    matrix(type, seg, rows, cols, null).multiply(x, n, java, pool);
+                    matrix(type, seg, rows, cols, k).multiply(x, n, nat, pool);
+                    for (int t = 0; t < n; t++) {
+                        for (int r = 0; r < rows; r++) {
+                            double ref = 0, magnitude = 0;
+                            for (int c = 0; c < cols; c++) {
+                                double term = (double) wq[r * cols + c] * xq[t * cols + c];
+                                ref += term;
+                                magnitude += Math.abs(term);
+                            }
+                            double bound = 1e-6 * blocks * magnitude + 1e-30;
+                            int at = t * rows + r;
+                            String what = type + " " + v + " " + rows + "×" + cols + " n=" + n + " token " + t + " row " + r;
+                            assertTrue(Math.abs(nat[at] - ref) <= bound, what + ": native " + nat[at] + " vs " + ref);
+                            assertTrue(Math.abs(nat[at] - java[at]) <= bound, what + ": native " + nat[at] + " vs Java " + java[at]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(NativeKernels.Variant.class)
+    void batchesAndSlicesEqualTheirRowsAloneBitForBit(NativeKernels.Variant v) {
+        NativeKernels k = kernels(v);
+        Random rnd = new Random(29);
+        int rows = 41, cols = 32 * 9;
+        for (GgmlType type : new GgmlType[] {GgmlType.Q8_0, GgmlType.Q4_0}) {
+            float[] w = new float[rows * cols];
+            for (int i = 0; i < w.length; i++) w[i] = (float) rnd.nextGaussian();
+            PackedMatrix m = matrix(type, quantized(type, w), rows, cols, k);
+            for (int n : new int[] {2, 7, 16}) {
+                float[] x = new float[n * cols];
+                for (int i = 0; i < x.length; i++) x[i] = (float) rnd.nextGaussian();
+                float[] batch = new float[n * rows];
+                m.multiply(x, n, batch, pool);
+                for (int t = 0; t < n; t++) {
+                    float[] alone = new float[rows];
+                    m.multiply(Arrays.copyOfRange(x, t * cols, (t + 1) * cols), 1, alone, pool);
+                    for (int r = 0; r < rows; r++) {
+                        assertEquals(Float.floatToRawIntBits(alone[r]), Float.floatToRawIntBits(batch[t * rows + r]),
+                                type + " " + v + " n=" + n + " token " + t + " row " + r);
+                    }
+                }
+                int first = 5, count = 23;
+                float[] slice = new float[n * count];
+                m.multiplyRows(first, count, x, n, slice, pool);
+                for (int t = 0; t < n; t++) {
+                    for (int r = 0; r < count; r++) {
+                        assertEquals(Float.floatToRawIntBits(batch[t * rows + first + r]), Float.floatToRawIntBits(slice[t * count + r]),
+                                type + " " + v + " slice, token " + t + " row " + r);
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    void withoutACompilerTheKernelsSaySoAndTheBackendRunsJava(@TempDir Path cache) {
+        Map<String, String> noCompiler = Map.of("PATH", cache.toString());   // a PATH with no cc, gcc or clang
+        assertEquals(Optional.empty(), NativeBuild.compiler(noCompiler));
+        Object none = NativeKernels.load(noCompiler, cache);
+        assertEquals("no C compiler found ($FORKPOINT_CC, $CC, then cc, gcc, clang on the PATH)", none);
+        assertFalse(Files.exists(cache.resolve("native")), "nothing was built");
+        assertEquals(Optional.empty(), NativeKernels.forChoice(KernelChoice.AUTO, none), "auto: the Java kernels");
+        var refused = assertThrows(InvalidInputException.class, () -> NativeKernels.forChoice(KernelChoice.NATIVE, none));
+        assertEquals("--kernels native: no C compiler found ($FORKPOINT_CC, $CC, then cc, gcc, clang on the PATH); use --kernels java or auto",
+                refused.getMessage());
+    }
+
+    @Test
+    void aCompilerThatFailsIsItsOwnMessage(@TempDir Path cache) throws Exception {
+        Path fake = cache.resolve("broken-cc");
+        Files.writeString(fake, "#!/bin/sh\nif [ \"$1\" = --version ]; then echo broken 1.0; exit 0; fi\necho 'broken-cc: cannot compile' >&2\nexit 1\n");
+        Assumptions.assumeTrue(fake.toFile().setExecutable(true), "an executable script");
+        Object none = NativeKernels.load(Map.of("FORKPOINT_CC", fake.toString(), "PATH", ""), cache);
+        assertTrue(none instanceof String s && s.startsWith(fake + " could not build the kernels: broken-cc: cannot compile"), String.valueOf(none));
+    }
+
+    @Test
+    void nativeIsRefusedNamingTheOptionWhenItCannotBeBuilt() {
+        Object library = NativeKernels.library(System.getenv());
+        if (library instanceof NativeKernels.Library) {
+            try (CpuBackend b = new CpuBackend(1, KernelChoice.NATIVE)) {
+                assertTrue(b.kernelsInUse().startsWith("native "), b.kernelsInUse());
+            }
+        } else {
+            var e = assertThrows(InvalidInputException.class, () -> new CpuBackend(1, KernelChoice.NATIVE));
+            assertTrue(e.getMessage().startsWith("--kernels native: "), e.getMessage());
+        }
+        try (CpuBackend b = new CpuBackend(1, KernelChoice.JAVA)) {
+            assertEquals("java", b.kernelsInUse());
+        }
+    }
+}
