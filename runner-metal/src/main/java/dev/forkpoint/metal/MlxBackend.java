@@ -61,6 +61,7 @@ public final class MlxBackend implements Backend {
     private final List<MlxRecurrentState> states = new ArrayList<>();   // the stores' recurrent states (MLX thread only)
     private MetalSdpaDecode decodeKernel;   // on a Metal GPU: Forkpoint's SDPA decode kernel; null = MLX's SDPA (MLX thread only)
     private volatile boolean closed;
+    private long hops, threadNanos;   // work handed to the MLX thread, and its time there (MLX thread only)
 
     /** A backend on {@code mlx}, with its own MLX thread and session. */
     public MlxBackend(Mlx mlx) {
@@ -242,8 +243,21 @@ public final class MlxBackend implements Backend {
         return submit(work);
     }
 
+    /** What this backend's MLX thread has done so far (one hop to it to read them). */
+    public MlxTimings timings() {
+        return call(() -> new MlxTimings(hops, threadNanos, session.evalNanos()));
+    }
+
     private <T> T submit(Supplier<T> work) {
-        Future<T> future = executor.submit(work::get);
+        Future<T> future = executor.submit(() -> {
+            long started = System.nanoTime();
+            try {
+                return work.get();
+            } finally {
+                hops++;
+                threadNanos += System.nanoTime() - started;
+            }
+        });
         boolean interrupted = false;
         try {
             while (true) {

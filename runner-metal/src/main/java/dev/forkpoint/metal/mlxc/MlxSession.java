@@ -29,6 +29,7 @@ public final class MlxSession implements AutoCloseable {
     private final Set<MlxArray> live = Collections.newSetFromMap(new IdentityHashMap<>());
     private final Set<MlxMetalKernel> kernels = Collections.newSetFromMap(new IdentityHashMap<>());
     private boolean closed;
+    private long evalNanos;   // time spent in mlx_eval (and mlx_async_eval) on this session's thread
 
     MlxSession(Mlx mlx) {
         this.mlx = mlx;
@@ -352,7 +353,9 @@ public final class MlxSession implements AutoCloseable {
             }
             MemorySegment vector = c.mlx_vector_array_new_data(call, handles, arrays.length);
             checkHandle("mlx_vector_array_new_data", vector);
+            long started = System.nanoTime();
             int rc = c.mlx_eval(vector);
+            evalNanos += System.nanoTime() - started;
             String message = MlxErrorHandler.take();
             int freed = c.mlx_vector_array_free(vector);
             String freeMessage = MlxErrorHandler.take();
@@ -504,6 +507,11 @@ public final class MlxSession implements AutoCloseable {
         checkPointer("mlx_array_data_float32", data, out.length);
         MemorySegment.copy(data.reinterpret(4L * out.length), ValueLayout.JAVA_FLOAT, 0, out, 0, out.length);
         return out;
+    }
+
+    /** Nanoseconds this session has spent inside {@code mlx_eval} so far (the computing; the rest is graph building). */
+    public long evalNanos() {
+        return evalNanos;
     }
 
     /** Arrays made in this session and not yet freed. */
