@@ -155,6 +155,14 @@ public final class MlxBackend implements Backend {
     public Ops ops() { return ops; }
 
     /**
+     * Runs the whole step on the MLX thread: its ops and store calls then run there directly, one hand-off per step
+     * instead of one per op.
+     */
+    public <T> T runStep(Supplier<T> step) {
+        return call(step);
+    }
+
+    /**
      * Arrays this backend's MLX session holds now: the weights', the current pass's activations and the recurrent
      * states of the sequences still open (those of closed ones are freed first).
      */
