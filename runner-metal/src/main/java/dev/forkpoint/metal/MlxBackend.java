@@ -59,6 +59,7 @@ public final class MlxBackend implements Backend {
     private final MlxOps ops;
     private final List<MlxWeight> weights = new ArrayList<>();
     private final List<MlxRecurrentState> states = new ArrayList<>();   // the stores' recurrent states (MLX thread only)
+    private final List<MlxKvArrays> kvArrays = new ArrayList<>();      // the stores' keys and values (MLX thread only)
     private MetalSdpaDecode decodeKernel;   // on a Metal GPU: Forkpoint's SDPA decode kernel; null = MLX's SDPA (MLX thread only)
     private volatile boolean closed;
     private long hops, threadNanos;   // work handed to the MLX thread, and its time there (MLX thread only)
@@ -141,15 +142,16 @@ public final class MlxBackend implements Backend {
      * when the sequence is closed (at the next step begun on any of this backend's stores) or when the backend closes.
      */
     public KvStore newKvStore(SequenceKv sequence, RecurrentLayout recurrent) {
-        if (recurrent == null) return new MlxKvStore(sequence, this, null);
         if (sequence == null) throw new IllegalArgumentException("kv store: sequence is missing");
-        MlxRecurrentState state = new MlxRecurrentState(recurrent, sequence);
+        MlxKvArrays arrays = new MlxKvArrays(sequence);
+        MlxRecurrentState state = recurrent == null ? null : new MlxRecurrentState(recurrent, sequence);
         call(() -> {
             sweepStates();
-            states.add(state);
+            kvArrays.add(arrays);
+            if (state != null) states.add(state);
             return null;
         });
-        return new MlxKvStore(sequence, this, state);
+        return new MlxKvStore(sequence, this, arrays, state);
     }
 
     public Ops ops() { return ops; }
@@ -164,7 +166,7 @@ public final class MlxBackend implements Backend {
 
     /**
      * Arrays this backend's MLX session holds now: the weights', the current pass's activations and the recurrent
-     * states of the sequences still open (those of closed ones are freed first).
+     * states and KV arrays of the sequences still open (those of closed ones are freed first).
      */
     public int liveArrays() {
         return call(() -> {
@@ -189,9 +191,19 @@ public final class MlxBackend implements Backend {
         });
     }
 
-    /** Frees the recurrent state of every store whose sequence has been closed (on the MLX thread). */
+    /** Frees the recurrent state and the KV arrays of every store whose sequence has been closed (on the MLX thread). */
     void sweepStates() {
         RuntimeException first = null;
+        for (var it = kvArrays.iterator(); it.hasNext(); ) {
+            MlxKvArrays kv = it.next();
+            if (!kv.sequence().isClosed()) continue;
+            it.remove();
+            try {
+                kv.free();
+            } catch (RuntimeException e) {
+                first = e;
+            }
+        }
         for (var it = states.iterator(); it.hasNext(); ) {
             MlxRecurrentState st = it.next();
             if (!st.sequence().isClosed()) continue;
@@ -216,6 +228,8 @@ public final class MlxBackend implements Backend {
                     if (decodeKernel != null) decodeKernel.close();
                     for (MlxRecurrentState st : states) st.free();
                     states.clear();
+                    for (MlxKvArrays kv : kvArrays) kv.free();
+                    kvArrays.clear();
                     for (MlxWeight w : weights) w.free();
                     weights.clear();
                 } finally {

@@ -166,6 +166,24 @@ public final class MlxSession implements AutoCloseable {
         }
     }
 
+    /**
+     * {@code mlx_slice_update} with unit strides: {@code src} with [start[i], stop[i]) along each axis i replaced by
+     * {@code update} (a new array; MLX reuses src's buffer when nothing else holds src).
+     */
+    public MlxArray sliceUpdate(MlxArray src, MlxArray update, int[] start, int[] stop) {
+        ensureOwner();
+        if (start.length != stop.length) {
+            throw new IllegalArgumentException("slice update: " + start.length + " starts, " + stop.length + " stops");
+        }
+        int[] strides = new int[start.length];
+        Arrays.fill(strides, 1);
+        MemorySegment res = newResult();
+        try (Arena call = Arena.ofConfined()) {
+            return result("mlx_slice_update", c.mlx_slice_update(res, own(src).handle(), own(update).handle(),
+                    ints(call, start), start.length, ints(call, stop), stop.length, ints(call, strides), strides.length, stream), res);
+        }
+    }
+
     /** {@code mlx_concatenate_axis} of the arrays, in order, along {@code axis}. */
     public MlxArray concatenate(int axis, MlxArray... arrays) {
         ensureOwner();
@@ -344,6 +362,18 @@ public final class MlxSession implements AutoCloseable {
 
     /** {@code mlx_eval} of all of them: their graphs are computed when this returns. */
     public void eval(MlxArray... arrays) {
+        evaluate(false, arrays);
+    }
+
+    /**
+     * {@code mlx_async_eval} of all of them: their graphs are scheduled and computed while this thread goes on; a
+     * later {@link #eval} or {@link #toFloats} of any of them waits for it.
+     */
+    public void asyncEval(MlxArray... arrays) {
+        evaluate(true, arrays);
+    }
+
+    private void evaluate(boolean async, MlxArray... arrays) {
         ensureOwner();
         try (Arena call = Arena.ofConfined()) {
             MemorySegment handles = call.allocate(MlxC.mlx_array, Math.max(1, arrays.length));
@@ -354,13 +384,13 @@ public final class MlxSession implements AutoCloseable {
             MemorySegment vector = c.mlx_vector_array_new_data(call, handles, arrays.length);
             checkHandle("mlx_vector_array_new_data", vector);
             long started = System.nanoTime();
-            int rc = c.mlx_eval(vector);
+            int rc = async ? c.mlx_async_eval(vector) : c.mlx_eval(vector);
             evalNanos += System.nanoTime() - started;
             String message = MlxErrorHandler.take();
             int freed = c.mlx_vector_array_free(vector);
             String freeMessage = MlxErrorHandler.take();
             if (rc != 0) {
-                throw new MlxException("mlx_eval", rc, message);
+                throw new MlxException(async ? "mlx_async_eval" : "mlx_eval", rc, message);
             }
             if (freed != 0) {
                 throw new MlxException("mlx_vector_array_free", freed, freeMessage);
