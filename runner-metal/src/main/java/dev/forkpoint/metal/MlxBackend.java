@@ -36,11 +36,12 @@ import java.util.function.Supplier;
 /**
  * The backend on MLX arrays through MLX-C (issue 14, deliverable 3): the dense architectures (llama, qwen2, qwen3) and
  * the hybrids (qwen35, qwen35moe, qwen3next, qwen3moe: Gated DeltaNet, gated attention, mixtures of experts). The ops
- * build a lazy MLX graph, float32 activations, evaluated when logits are read; the attention op evaluates each layer's
- * k and v to store them in the kv-cache pages (see {@link MlxKvStore}), the mixture its router's logits to route on the
- * host. A hybrid's recurrent state lives in MLX arrays ({@link MlxRecurrentState}), written by a step and committed or
- * dropped with it. Every MLX call runs on one thread this backend owns (MLX's streams are thread-local): an op called
- * from any thread is run there and waited for. Weights: F32/F16/BF16 matrices uploaded as stored; Q8_0 and Q4_0
+ * build a lazy MLX graph, float32 activations, evaluated once, when logits are read (the mixture also evaluates its
+ * router's logits to route on the host). Each sequence's keys and values live in MLX arrays beside the kv-cache pages
+ * ({@link MlxKvArrays}, see {@link MlxKvStore}); a hybrid's recurrent state in MLX arrays too
+ * ({@link MlxRecurrentState}); both written by a step and committed or dropped with it. Every MLX call runs on one
+ * thread this backend owns (MLX's streams are thread-local): {@link #runStep} runs a whole engine step there; an op
+ * called from any other thread is run there and waited for. Weights: F32/F16/BF16 matrices uploaded as stored; Q8_0 and Q4_0
  * converted exactly to MLX affine 8/4-bit, group 32 (scale d, bias −128·d / −8·d) and multiplied with
  * {@code mlx_quantized_matmul}; MLX affine matrices used as stored; other GGML types and MLX's mxfp4/nvfp4/mxfp8
  * dequantised to float32 on the host; vectors float32.

@@ -16,9 +16,10 @@ import java.util.List;
 
 /**
  * The ops on MLX: each builds MLX graph nodes on the backend's MLX thread (float32 activations); {@link #logits}
- * evaluates and copies to the host, together with the recurrent state the pass wrote. The attention op evaluates its k
- * and v to store them in the kv-cache pages, then attends with MLX's SDPA over every position of the segment's store,
- * copied from the pages (causal for the step's rows) — on a Metal GPU, up to 8 rows per sequence go through Forkpoint's
+ * evaluates and copies to the host, together with the recurrent state and the KV arrays the pass wrote (one
+ * evaluation per pass). The attention op writes each segment's k and v into its store's MLX arrays
+ * ({@link MlxKvArrays}; the pages get them when the step commits) and attends with MLX's SDPA over every position of
+ * the store (causal for the step's rows), evaluating nothing — on a Metal GPU, up to 8 rows per sequence go through Forkpoint's
  * own decode kernel instead ({@link MetalSdpaDecode}), planned within each pipeline's thread limit. The hybrids' ops: the causal convolution and the gated delta
  * rule (its recurrent form, token by token) read each segment's committed state and hand their new state to the open
  * step; the mixture of experts evaluates its router's logits, routes on the host and multiplies each chosen expert's
