@@ -8,7 +8,7 @@ import java.io.IOException;
 
 /** {@code forkpoint bench}: synthetic model generation, engine comparison against llama.cpp, serving and cache benchmarks, the load probe, the soak and chaos benchmark, and JMH. */
 @Command(name = "forkpoint bench", mixinStandardHelpOptions = true,
-        subcommands = {GenerateCommand.class, CompareCommand.class, ConcurrencyCommand.class, FormatsCommand.class, CacheCommand.class, FuzzCommand.class,
+        subcommands = {GenerateCommand.class, CompareCommand.class, DecodeStepCommand.class, ConcurrencyCommand.class, FormatsCommand.class, CacheCommand.class, FuzzCommand.class,
                 dev.forkpoint.bench.probe.ProbeCommand.class, dev.forkpoint.bench.soak.SoakCommand.class, JmhCommand.class, CommandLine.HelpCommand.class},
         description = "Benchmarks for Forkpoint.")
 public final class BenchMain implements Runnable {

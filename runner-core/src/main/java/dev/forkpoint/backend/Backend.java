@@ -3,6 +3,8 @@ package dev.forkpoint.backend;
 import dev.forkpoint.kvcache.SequenceKv;
 import dev.forkpoint.tensor.WeightSource;
 
+import java.util.function.Supplier;
+
 /** A compute backend: it holds weights, creates KV stores over kv-cache sequences and implements the ops. */
 public interface Backend extends AutoCloseable {
     /** A short name for logs ("cpu", "mlx"). */
@@ -36,6 +38,16 @@ public interface Backend extends AutoCloseable {
      * saying what it runs. The CPU backend runs every architecture Forkpoint knows.
      */
     default void checkArchitecture(String architecture) {}
+
+    /**
+     * Runs one engine step — the stores' begin, the forward pass, the logits, prepareCommit and commit, or the rollback
+     * — where this backend runs its ops, and returns its result or rethrows its failure (unchecked exceptions and errors
+     * as thrown). A backend whose ops must run on a thread of its own (MLX) runs the whole step there, one hand-off
+     * instead of one per op; the default, the CPU backend's, runs it on the calling thread.
+     */
+    default <T> T runStep(Supplier<T> step) {
+        return step.get();
+    }
 
     @Override
     void close();

@@ -382,9 +382,13 @@ public final class LoadedModel implements AutoCloseable {
      * kvs[i] (all of them or, when one cannot, none), evaluates every sequence's tokens together, and commits every
      * step. When anything throws, every step opened is rolled back (each store exactly as before) and the error is
      * rethrown. Returns, per sequence, the logits of its last token (null entries when {@code wantLogits} is false).
-     * The caller holds this model's lock.
+     * The caller holds this model's lock. The step runs where the backend runs its ops ({@link Backend#runStep}).
      */
     float[][] evaluate(int[][] tokens, KvStore[] kvs, boolean wantLogits) {
+        return backend.runStep(() -> evaluateHere(tokens, kvs, wantLogits));
+    }
+
+    private float[][] evaluateHere(int[][] tokens, KvStore[] kvs, boolean wantLogits) {
         Ops o = ops;
         List<Segment> segments = new ArrayList<>(kvs.length);
         int opened = 0;

@@ -36,11 +36,12 @@ import java.util.function.Supplier;
 /**
  * The backend on MLX arrays through MLX-C (issue 14, deliverable 3): the dense architectures (llama, qwen2, qwen3) and
  * the hybrids (qwen35, qwen35moe, qwen3next, qwen3moe: Gated DeltaNet, gated attention, mixtures of experts). The ops
- * build a lazy MLX graph, float32 activations, evaluated when logits are read; the attention op evaluates each layer's
- * k and v to store them in the kv-cache pages (see {@link MlxKvStore}), the mixture its router's logits to route on the
- * host. A hybrid's recurrent state lives in MLX arrays ({@link MlxRecurrentState}), written by a step and committed or
- * dropped with it. Every MLX call runs on one thread this backend owns (MLX's streams are thread-local): an op called
- * from any thread is run there and waited for. Weights: F32/F16/BF16 matrices uploaded as stored; Q8_0 and Q4_0
+ * build a lazy MLX graph, float32 activations, evaluated once, when logits are read (the mixture also evaluates its
+ * router's logits to route on the host). Each sequence's keys and values live in MLX arrays beside the kv-cache pages
+ * ({@link MlxKvArrays}, see {@link MlxKvStore}); a hybrid's recurrent state in MLX arrays too
+ * ({@link MlxRecurrentState}); both written by a step and committed or dropped with it. Every MLX call runs on one
+ * thread this backend owns (MLX's streams are thread-local): {@link #runStep} runs a whole engine step there; an op
+ * called from any other thread is run there and waited for. Weights: F32/F16/BF16 matrices uploaded as stored; Q8_0 and Q4_0
  * converted exactly to MLX affine 8/4-bit, group 32 (scale d, bias −128·d / −8·d) and multiplied with
  * {@code mlx_quantized_matmul}; MLX affine matrices used as stored; other GGML types and MLX's mxfp4/nvfp4/mxfp8
  * dequantised to float32 on the host; vectors float32.
@@ -59,8 +60,10 @@ public final class MlxBackend implements Backend {
     private final MlxOps ops;
     private final List<MlxWeight> weights = new ArrayList<>();
     private final List<MlxRecurrentState> states = new ArrayList<>();   // the stores' recurrent states (MLX thread only)
+    private final List<MlxKvArrays> kvArrays = new ArrayList<>();      // the stores' keys and values (MLX thread only)
     private MetalSdpaDecode decodeKernel;   // on a Metal GPU: Forkpoint's SDPA decode kernel; null = MLX's SDPA (MLX thread only)
     private volatile boolean closed;
+    private long hops, threadNanos;   // work handed to the MLX thread, and its time there (MLX thread only)
 
     /** A backend on {@code mlx}, with its own MLX thread and session. */
     public MlxBackend(Mlx mlx) {
@@ -140,22 +143,31 @@ public final class MlxBackend implements Backend {
      * when the sequence is closed (at the next step begun on any of this backend's stores) or when the backend closes.
      */
     public KvStore newKvStore(SequenceKv sequence, RecurrentLayout recurrent) {
-        if (recurrent == null) return new MlxKvStore(sequence, this, null);
         if (sequence == null) throw new IllegalArgumentException("kv store: sequence is missing");
-        MlxRecurrentState state = new MlxRecurrentState(recurrent, sequence);
+        MlxKvArrays arrays = new MlxKvArrays(sequence);
+        MlxRecurrentState state = recurrent == null ? null : new MlxRecurrentState(recurrent, sequence);
         call(() -> {
             sweepStates();
-            states.add(state);
+            kvArrays.add(arrays);
+            if (state != null) states.add(state);
             return null;
         });
-        return new MlxKvStore(sequence, this, state);
+        return new MlxKvStore(sequence, this, arrays, state);
     }
 
     public Ops ops() { return ops; }
 
     /**
+     * Runs the whole step on the MLX thread: its ops and store calls then run there directly, one hand-off per step
+     * instead of one per op.
+     */
+    public <T> T runStep(Supplier<T> step) {
+        return call(step);
+    }
+
+    /**
      * Arrays this backend's MLX session holds now: the weights', the current pass's activations and the recurrent
-     * states of the sequences still open (those of closed ones are freed first).
+     * states and KV arrays of the sequences still open (those of closed ones are freed first).
      */
     public int liveArrays() {
         return call(() -> {
@@ -180,9 +192,19 @@ public final class MlxBackend implements Backend {
         });
     }
 
-    /** Frees the recurrent state of every store whose sequence has been closed (on the MLX thread). */
+    /** Frees the recurrent state and the KV arrays of every store whose sequence has been closed (on the MLX thread). */
     void sweepStates() {
         RuntimeException first = null;
+        for (var it = kvArrays.iterator(); it.hasNext(); ) {
+            MlxKvArrays kv = it.next();
+            if (!kv.sequence().isClosed()) continue;
+            it.remove();
+            try {
+                kv.free();
+            } catch (RuntimeException e) {
+                first = e;
+            }
+        }
         for (var it = states.iterator(); it.hasNext(); ) {
             MlxRecurrentState st = it.next();
             if (!st.sequence().isClosed()) continue;
@@ -207,6 +229,8 @@ public final class MlxBackend implements Backend {
                     if (decodeKernel != null) decodeKernel.close();
                     for (MlxRecurrentState st : states) st.free();
                     states.clear();
+                    for (MlxKvArrays kv : kvArrays) kv.free();
+                    kvArrays.clear();
                     for (MlxWeight w : weights) w.free();
                     weights.clear();
                 } finally {
@@ -242,8 +266,21 @@ public final class MlxBackend implements Backend {
         return submit(work);
     }
 
+    /** What this backend's MLX thread has done so far (one hop to it to read them). */
+    public MlxTimings timings() {
+        return call(() -> new MlxTimings(hops, threadNanos, session.evalNanos()));
+    }
+
     private <T> T submit(Supplier<T> work) {
-        Future<T> future = executor.submit(work::get);
+        Future<T> future = executor.submit(() -> {
+            long started = System.nanoTime();
+            try {
+                return work.get();
+            } finally {
+                hops++;
+                threadNanos += System.nanoTime() - started;
+            }
+        });
         boolean interrupted = false;
         try {
             while (true) {

@@ -4,29 +4,31 @@ import dev.forkpoint.backend.KvStore;
 import dev.forkpoint.backend.RecurrentLayout;
 import dev.forkpoint.backend.RecurrentSnapshot;
 import dev.forkpoint.kvcache.KvElementType;
-import dev.forkpoint.kvcache.KvKind;
 import dev.forkpoint.kvcache.SequenceKv;
 
-import java.lang.foreign.MemorySegment;
-
 /**
- * A {@link KvStore} of the MLX backend over one kv-cache {@link SequenceKv}, for this first version in the pages the
- * engine manages (host memory): steps map to the sequence's begin/commit/rollback; the attention op writes the step's
- * entries through the sequence (every position bounds-checked there) and copies positions [0, stored) of the pages into
- * MLX arrays. A hybrid model's store also keeps the recurrent state as MLX arrays ({@link MlxRecurrentState}), in the
- * same step: prepareCommit evaluates what the step wrote (a failure there changes nothing), commit swaps it in,
- * rollback frees it. A step's begin and rollback end the backend's current forward pass (its activations are freed),
- * as reading its logits does.
+ * A {@link KvStore} of the MLX backend over one kv-cache {@link SequenceKv}: steps map to the sequence's
+ * begin/commit/rollback, which keep the page table, the length and every bounds check; the keys and values attention
+ * reads live as MLX arrays beside the pages ({@link MlxKvArrays}), and the pages — what the prefix cache shares — get
+ * each step's entries before it commits. A hybrid model's store also keeps the recurrent state as MLX arrays
+ * ({@link MlxRecurrentState}), in the same step. prepareCommit evaluates what the step wrote when its logits were not
+ * read, writes the pages and checks the recurrent state (a failure there changes nothing committed); commit swaps the
+ * state in and extends the arrays' valid positions; rollback frees the step's arrays (the KV arrays are rebuilt from
+ * the restored pages at the next step). A step's begin and rollback end the backend's current forward pass (its
+ * activations are freed), as reading its logits does. The calls hop to the MLX thread unless already on it (a step
+ * run through {@link MlxBackend#runStep}).
  */
 final class MlxKvStore implements KvStore {
     private final SequenceKv sequence;
     private final MlxBackend backend;
+    private final MlxKvArrays arrays;
     private final MlxRecurrentState recurrent;   // null for attention-only models
 
-    MlxKvStore(SequenceKv sequence, MlxBackend backend, MlxRecurrentState recurrent) {
+    MlxKvStore(SequenceKv sequence, MlxBackend backend, MlxKvArrays arrays, MlxRecurrentState recurrent) {
         if (sequence == null) throw new IllegalArgumentException("kv store: sequence is missing");
         this.sequence = sequence;
         this.backend = backend;
+        this.arrays = arrays;
         this.recurrent = recurrent;
     }
 
@@ -39,40 +41,37 @@ final class MlxKvStore implements KvStore {
 
     /**
      * Opens a step; a step starts a forward pass, so the previous pass's activations are freed first (and the
-     * recurrent state of sequences closed since).
+     * arrays of sequences closed since).
      */
     public void begin(int n) {
         backend.releaseActivations();
         sequence.begin(n);
-        if (recurrent != null) {
-            try {
-                backend.call(() -> {
-                    recurrent.begin();
-                    return null;
-                });
-            } catch (RuntimeException | Error e) {
-                sequence.rollback();
-                throw e;
-            }
+        try {
+            backend.call(() -> {
+                arrays.begin();
+                if (recurrent != null) recurrent.begin();
+                return null;
+            });
+        } catch (RuntimeException | Error e) {
+            sequence.rollback();
+            throw e;
         }
     }
 
     public void prepareCommit() {
-        if (recurrent != null) backend.call(() -> {
-            recurrent.checkCommit(backend.session());
+        backend.call(() -> {
+            if (recurrent != null) recurrent.checkCommit(backend.session());
+            arrays.writePages(backend.session());
             return null;
         });
     }
 
     public void commit() {
-        if (recurrent == null) {
-            sequence.commit();
-            return;
-        }
-        prepareCommit();   // evaluates the step's state: anything that can fail, before anything changes
+        prepareCommit();   // evaluates and writes the step: anything that can fail, before anything changes
         sequence.commit();
         backend.call(() -> {
-            recurrent.commit(backend.session());
+            arrays.commit();
+            if (recurrent != null) recurrent.commit(backend.session());
             return null;
         });
     }
@@ -83,8 +82,12 @@ final class MlxKvStore implements KvStore {
             sequence.rollback();
         } finally {
             try {
-                if (recurrent != null) backend.call(() -> {
-                    recurrent.rollback();
+                backend.call(() -> {
+                    try {
+                        arrays.rollback();
+                    } finally {
+                        if (recurrent != null) recurrent.rollback();
+                    }
                     return null;
                 });
             } finally {
@@ -119,32 +122,6 @@ final class MlxKvStore implements KvStore {
 
     KvElementType elementType() { return sequence.layout().elementType(); }
 
-    /** Writes one position's key and value (kvDim floats each); only inside the open step (checked by the sequence). */
-    void write(int layer, int position, float[] k, int kOff, float[] v, int vOff) {
-        sequence.write(position, layer, KvKind.KEY, k, kOff);
-        sequence.write(position, layer, KvKind.VALUE, v, vOff);
-    }
-
-    /**
-     * Copies the (layer, kind) entries of positions [0, positions) into {@code dst}, one after another (kvDim elements
-     * each, in the pool's element type and the platform's byte order). Positions past what the sequence stores are
-     * refused.
-     */
-    void copy(int layer, KvKind kind, int positions, MemorySegment dst) {
-        if (positions < 0 || positions > sequence.stored()) {
-            throw new IndexOutOfBoundsException("sequence " + sequence.id() + ": reading " + positions
-                    + " positions, " + sequence.stored() + " stored");
-        }
-        if (layer < 0 || layer >= layers()) throw new IndexOutOfBoundsException("layer " + layer + " outside [0, " + layers() + ")");
-        int pageTokens = sequence.layout().pageTokens();
-        long rowBytes = (long) kvDim() * elementType().bytes();
-        if (dst.byteSize() != positions * rowBytes) {
-            throw new IllegalArgumentException(positions + " positions need " + positions * rowBytes + " bytes, got " + dst.byteSize());
-        }
-        for (int page = 0, p = 0; p < positions; page++) {
-            int count = Math.min(pageTokens, positions - p);
-            MemorySegment.copy(sequence.pageSlab(page, layer, kind), 0, dst, p * rowBytes, count * rowBytes);
-            p += count;
-        }
-    }
+    /** The keys and values as MLX arrays, for the attention op (on the MLX thread). */
+    MlxKvArrays arrays() { return arrays; }
 }

@@ -6,23 +6,20 @@ import dev.forkpoint.backend.Ops;
 import dev.forkpoint.backend.Rope;
 import dev.forkpoint.backend.Segment;
 import dev.forkpoint.backend.Weight;
-import dev.forkpoint.kvcache.KvElementType;
-import dev.forkpoint.kvcache.KvKind;
 import dev.forkpoint.metal.mlxc.MlxArray;
 import dev.forkpoint.metal.mlxc.MlxC;
 import dev.forkpoint.metal.mlxc.MlxException;
 import dev.forkpoint.metal.mlxc.MlxSession;
 
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 
 /**
  * The ops on MLX: each builds MLX graph nodes on the backend's MLX thread (float32 activations); {@link #logits}
- * evaluates and copies to the host, together with the recurrent state the pass wrote. The attention op evaluates its k
- * and v to store them in the kv-cache pages, then attends with MLX's SDPA over every position of the segment's store,
- * copied from the pages (causal for the step's rows) — on a Metal GPU, up to 8 rows per sequence go through Forkpoint's
+ * evaluates and copies to the host, together with the recurrent state and the KV arrays the pass wrote (one
+ * evaluation per pass). The attention op writes each segment's k and v into its store's MLX arrays
+ * ({@link MlxKvArrays}; the pages get them when the step commits) and attends with MLX's SDPA over every position of
+ * the store (causal for the step's rows), evaluating nothing — on a Metal GPU, up to 8 rows per sequence go through Forkpoint's
  * own decode kernel instead ({@link MetalSdpaDecode}), planned within each pipeline's thread limit. The hybrids' ops: the causal convolution and the gated delta
  * rule (its recurrent form, token by token) read each segment's committed state and hand their new state to the open
  * step; the mixture of experts evaluates its router's logits, routes on the host and multiplies each chosen expert's
@@ -36,6 +33,7 @@ final class MlxOps implements Ops {
     private final MlxBackend backend;
     private final List<MlxArray> pass = new ArrayList<>();
     private final List<MlxRecurrentState> passStates = new ArrayList<>();   // states the pass wrote (evaluated with its logits)
+    private final List<MlxKvArrays> passKv = new ArrayList<>();             // KV arrays the pass wrote (evaluated with its logits)
 
     MlxOps(MlxBackend backend) {
         this.backend = backend;
@@ -60,6 +58,7 @@ final class MlxOps implements Ops {
         }
         pass.clear();
         passStates.clear();
+        passKv.clear();
         if (first != null) throw first;
     }
 
@@ -233,20 +232,11 @@ final class MlxOps implements Ops {
             MlxKvStore[] stores = new MlxKvStore[n];
             for (int i = 0; i < n; i++) stores[i] = checkedStore(segments.get(i), layer, kvDim);
             MlxSession s = s();
-            // this step's k and v, evaluated, into the pages (the sequence checks every position)
-            s.eval(ka.array(), va.array());
-            float[] kh = host(ka.array()), vh = host(va.array());
-            for (int i = 0, row = 0; i < n; i++) {
-                Segment seg = segments.get(i);
-                for (int t = 0; t < seg.tokens().length; t++, row++) {
-                    stores[i].write(layer, seg.startPos() + t, kh, row * kvDim, vh, row * kvDim);
-                }
-            }
             List<MlxArray> outs = new ArrayList<>(n);
             try {
                 for (int i = 0, row = 0; i < n; i++) {
                     Segment seg = segments.get(i);
-                    outs.add(attendSegment(qa.array(), row, seg, stores[i], layer, heads, kvHeads, headDim));
+                    outs.add(attendSegment(qa.array(), ka.array(), va.array(), row, seg, stores[i], layer, heads, kvHeads, headDim));
                     row += seg.tokens().length;
                 }
                 if (outs.size() == 1) return keep(outs.removeFirst(), tokens, heads * headDim);
@@ -269,31 +259,24 @@ final class MlxOps implements Ops {
     }
 
     /**
-     * SDPA of the segment's query rows [row, row + n) over positions [0, startPos + n) of its store, copied from the
-     * pages; MLX's causal mask aligns the n query rows with the last n keys, so row t sees positions 0 … startPos + t.
+     * Writes the segment's rows [row, row + n) of k and v into its store's MLX arrays (the open step's positions) and
+     * attends its query rows with MLX's SDPA over positions [0, startPos + n); MLX's causal mask aligns the n query
+     * rows with the last n keys, so row t sees positions 0 … startPos + t. Nothing is evaluated here.
      */
-    private MlxArray attendSegment(MlxArray q, int row, Segment seg, MlxKvStore store, int layer, int heads,
-                                   int kvHeads, int headDim) {
+    private MlxArray attendSegment(MlxArray q, MlxArray k, MlxArray v, int row, Segment seg, MlxKvStore store, int layer,
+                                   int heads, int kvHeads, int headDim) {
         MlxSession s = s();
         int n = seg.tokens().length;
         int positions = seg.startPos() + n;
-        int kvDim = kvHeads * headDim;
-        boolean f16 = store.elementType() == KvElementType.F16;
-        int dtype = f16 ? MlxC.MLX_FLOAT16 : MlxC.MLX_FLOAT32;
-        long bytes = (long) positions * kvDim * store.elementType().bytes();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment keys = arena.allocate(bytes, 4);
-            MemorySegment values = arena.allocate(bytes, 4);
-            store.copy(layer, KvKind.KEY, positions, keys);
-            store.copy(layer, KvKind.VALUE, positions, values);
+        MlxKvArrays arrays = store.arrays();
+        try (MlxKvArrays.Views kv = arrays.append(s, layer, k, v, row, n, kvHeads, headDim)) {
+            if (!passKv.contains(arrays)) passKv.add(arrays);
             MetalSdpaDecode decode = backend.decodeKernel();
             if (decode != null && n <= MetalSdpaDecode.MAX_ROWS) {
-                try (MlxArray kRows = s.fromData(keys, dtype, positions, kvHeads, headDim);
-                     MlxArray vRows = s.fromData(values, dtype, positions, kvHeads, headDim);
-                     MlxArray kHeads = s.transpose(kRows, 1, 0, 2);
-                     MlxArray vHeads = s.transpose(vRows, 1, 0, 2);
+                try (MlxArray kHeads = s.reshape(kv.keys(), kvHeads, positions, headDim);
+                     MlxArray vHeads = s.reshape(kv.values(), kvHeads, positions, headDim);
                      MlxArray qRows = s.slice(q, new int[] {row, 0}, new int[] {row + n, heads * headDim})) {
-                    return decode.attend(qRows, kHeads, vHeads, kvHeads, heads / kvHeads, n, headDim, positions, dtype);
+                    return decode.attend(qRows, kHeads, vHeads, kvHeads, heads / kvHeads, n, headDim, positions, MlxC.MLX_FLOAT32);
                 } catch (MlxException | IllegalStateException e) {
                     // a thread limit the plan could not get under is this request's error; anything else (the kernel
                     // does not compile, …) turns the kernel off and this call goes on with MLX's SDPA
@@ -301,16 +284,10 @@ final class MlxOps implements Ops {
                     backend.decodeKernelFailed(e);
                 }
             }
-            try (MlxArray kRaw = s.fromData(keys, dtype, 1, positions, kvHeads, headDim);
-                 MlxArray vRaw = s.fromData(values, dtype, 1, positions, kvHeads, headDim);
-                 MlxArray kF = s.astype(kRaw, MlxC.MLX_FLOAT32);
-                 MlxArray vF = s.astype(vRaw, MlxC.MLX_FLOAT32);
-                 MlxArray kT = s.transpose(kF, 0, 2, 1, 3);
-                 MlxArray vT = s.transpose(vF, 0, 2, 1, 3);
-                 MlxArray qRows = s.slice(q, new int[] {row, 0}, new int[] {row + n, heads * headDim});
+            try (MlxArray qRows = s.slice(q, new int[] {row, 0}, new int[] {row + n, heads * headDim});
                  MlxArray q4 = s.reshape(qRows, 1, n, heads, headDim);
                  MlxArray qT = s.transpose(q4, 0, 2, 1, 3);
-                 MlxArray o = s.scaledDotProductAttention(qT, kT, vT, (float) (1.0 / Math.sqrt(headDim)), "causal", null);
+                 MlxArray o = s.scaledDotProductAttention(qT, kv.keys(), kv.values(), (float) (1.0 / Math.sqrt(headDim)), "causal", null);
                  MlxArray oT = s.transpose(o, 0, 2, 1, 3)) {
                 return s.reshape(oT, n, heads * headDim);
             }
@@ -366,6 +343,7 @@ final class MlxOps implements Ops {
                     List<MlxArray> outputs = new ArrayList<>();
                     outputs.add(l);
                     for (MlxRecurrentState st : passStates) outputs.addAll(st.unevaluated());
+                    for (MlxKvArrays kv : passKv) outputs.addAll(kv.unevaluated());
                     s().eval(outputs.toArray(MlxArray[]::new));
                     for (MlxRecurrentState st : passStates) st.markEvaluated();
                     flat = host(l);

@@ -243,7 +243,8 @@ class MlxBackendTest {
             run.step(backend.ops(), warm, new int[] {all[0]});
             long baseline = mlx.activeMemory();
             int liveBaseline = backend.liveArrays();
-            KvStore kv = run.newSequence();
+            SequenceKv sequence = run.pool().newSequence();
+            KvStore kv = backend.newKvStore(sequence);
             for (int i = 0; i < 50; i++) {
                 if (i % 5 == 2) {
                     Ops failing = failingAt(backend.ops(), new AtomicInteger(), 1 + i % 20, bad);
@@ -260,8 +261,11 @@ class MlxBackendTest {
             }
             assertEquals(40, kv.length());
             run.step(backend.ops(), kv, new int[] {all[kv.length()]});
-            assertEquals(liveBaseline, backend.liveArrays(), "live MLX arrays after 50 steps");
-            assertEquals(baseline, mlx.activeMemory(), "mlx_get_active_memory after 50 steps");
+            int layers = run.arch().config().kvLayers();
+            assertEquals(liveBaseline + 2 * layers, backend.liveArrays(), "live MLX arrays after 50 steps: the baseline and the open sequence's keys and values");
+            sequence.close();   // its keys and values are freed with it
+            assertEquals(liveBaseline, backend.liveArrays(), "live MLX arrays after 50 steps and the sequence closed");
+            assertEquals(baseline, mlx.activeMemory(), "mlx_get_active_memory after 50 steps and the sequence closed");
         }
     }
 

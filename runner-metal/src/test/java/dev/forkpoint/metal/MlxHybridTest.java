@@ -378,7 +378,8 @@ class MlxHybridTest {
             assertEquals(liveBaseline, backend.liveArrays(), "live MLX arrays after 40 steps");
             assertEquals(baseline, mlx.activeMemory(), "mlx_get_active_memory after 40 steps");
             sequence.close();
-            assertEquals(liveBaseline - 2 * run.recurrent().layers(), backend.liveArrays(), "a closed sequence's state is freed");
+            assertEquals(liveBaseline - 2 * run.recurrent().layers() - 2 * run.arch().config().kvLayers(), backend.liveArrays(),
+                    "a closed sequence's state and its keys and values are freed");
         }
     }
 }

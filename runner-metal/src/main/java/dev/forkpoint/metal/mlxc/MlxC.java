@@ -104,6 +104,7 @@ public final class MlxC {
             FunctionDescriptor.of(mlx_vector_array, C_POINTER, C_SIZE_T);
     public static final FunctionDescriptor mlx_vector_array_free$DESC = FunctionDescriptor.of(C_INT, mlx_vector_array);
     public static final FunctionDescriptor mlx_eval$DESC = FunctionDescriptor.of(C_INT, mlx_vector_array);
+    public static final FunctionDescriptor mlx_async_eval$DESC = FunctionDescriptor.of(C_INT, mlx_vector_array);
     public static final FunctionDescriptor mlx_matmul$DESC =
             FunctionDescriptor.of(C_INT, C_POINTER, mlx_array, mlx_array, mlx_stream);
     public static final FunctionDescriptor mlx_add$DESC =
@@ -119,6 +120,8 @@ public final class MlxC {
             FunctionDescriptor.of(C_INT, C_POINTER, mlx_array, mlx_stream);
     public static final FunctionDescriptor mlx_slice$DESC =
             FunctionDescriptor.of(C_INT, C_POINTER, mlx_array, C_POINTER, C_SIZE_T, C_POINTER, C_SIZE_T, C_POINTER, C_SIZE_T, mlx_stream);
+    public static final FunctionDescriptor mlx_slice_update$DESC =
+            FunctionDescriptor.of(C_INT, C_POINTER, mlx_array, mlx_array, C_POINTER, C_SIZE_T, C_POINTER, C_SIZE_T, C_POINTER, C_SIZE_T, mlx_stream);
     public static final FunctionDescriptor mlx_concatenate_axis$DESC =
             FunctionDescriptor.of(C_INT, C_POINTER, mlx_vector_array, C_INT, mlx_stream);
     public static final FunctionDescriptor mlx_astype$DESC =
@@ -200,6 +203,7 @@ public final class MlxC {
     private final MethodHandle mlx_vector_array_new_data$MH;
     private final MethodHandle mlx_vector_array_free$MH;
     private final MethodHandle mlx_eval$MH;
+    private final MethodHandle mlx_async_eval$MH;
     private final MethodHandle mlx_matmul$MH;
     private final MethodHandle mlx_add$MH;
     private final MethodHandle mlx_get_active_memory$MH;
@@ -208,6 +212,7 @@ public final class MlxC {
     private final MethodHandle mlx_transpose_axes$MH;
     private final MethodHandle mlx_transpose$MH;
     private final MethodHandle mlx_slice$MH;
+    private final MethodHandle mlx_slice_update$MH;
     private final MethodHandle mlx_concatenate_axis$MH;
     private final MethodHandle mlx_astype$MH;
     private final MethodHandle mlx_multiply$MH;
@@ -269,6 +274,7 @@ public final class MlxC {
         mlx_vector_array_new_data$MH = h.get("mlx_vector_array_new_data");
         mlx_vector_array_free$MH = h.get("mlx_vector_array_free");
         mlx_eval$MH = h.get("mlx_eval");
+        mlx_async_eval$MH = h.get("mlx_async_eval");
         mlx_matmul$MH = h.get("mlx_matmul");
         mlx_add$MH = h.get("mlx_add");
         mlx_get_active_memory$MH = h.get("mlx_get_active_memory");
@@ -277,6 +283,7 @@ public final class MlxC {
         mlx_transpose_axes$MH = h.get("mlx_transpose_axes");
         mlx_transpose$MH = h.get("mlx_transpose");
         mlx_slice$MH = h.get("mlx_slice");
+        mlx_slice_update$MH = h.get("mlx_slice_update");
         mlx_concatenate_axis$MH = h.get("mlx_concatenate_axis");
         mlx_astype$MH = h.get("mlx_astype");
         mlx_multiply$MH = h.get("mlx_multiply");
@@ -535,6 +542,14 @@ public final class MlxC {
         }
     }
 
+    public int mlx_async_eval(MemorySegment outputs) {
+        try {
+            return (int) mlx_async_eval$MH.invokeExact(outputs);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
     public int mlx_matmul(MemorySegment res, MemorySegment a, MemorySegment b, MemorySegment s) {
         try {
             return (int) mlx_matmul$MH.invokeExact(res, a, b, s);
@@ -594,6 +609,14 @@ public final class MlxC {
     public int mlx_slice(MemorySegment res, MemorySegment a, MemorySegment start, long start_num, MemorySegment stop, long stop_num, MemorySegment strides, long strides_num, MemorySegment s) {
         try {
             return (int) mlx_slice$MH.invokeExact(res, a, start, start_num, stop, stop_num, strides, strides_num, s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_slice_update(MemorySegment res, MemorySegment src, MemorySegment update, MemorySegment start, long start_num, MemorySegment stop, long stop_num, MemorySegment strides, long strides_num, MemorySegment s) {
+        try {
+            return (int) mlx_slice_update$MH.invokeExact(res, src, update, start, start_num, stop, stop_num, strides, strides_num, s);
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -901,6 +924,7 @@ public final class MlxC {
         f.put("mlx_vector_array_new_data", mlx_vector_array_new_data$DESC);
         f.put("mlx_vector_array_free", mlx_vector_array_free$DESC);
         f.put("mlx_eval", mlx_eval$DESC);
+        f.put("mlx_async_eval", mlx_async_eval$DESC);
         f.put("mlx_matmul", mlx_matmul$DESC);
         f.put("mlx_add", mlx_add$DESC);
         f.put("mlx_get_active_memory", mlx_get_active_memory$DESC);
@@ -909,6 +933,7 @@ public final class MlxC {
         f.put("mlx_transpose_axes", mlx_transpose_axes$DESC);
         f.put("mlx_transpose", mlx_transpose$DESC);
         f.put("mlx_slice", mlx_slice$DESC);
+        f.put("mlx_slice_update", mlx_slice_update$DESC);
         f.put("mlx_concatenate_axis", mlx_concatenate_axis$DESC);
         f.put("mlx_astype", mlx_astype$DESC);
         f.put("mlx_multiply", mlx_multiply$DESC);

@@ -29,6 +29,7 @@ public final class MlxSession implements AutoCloseable {
     private final Set<MlxArray> live = Collections.newSetFromMap(new IdentityHashMap<>());
     private final Set<MlxMetalKernel> kernels = Collections.newSetFromMap(new IdentityHashMap<>());
     private boolean closed;
+    private long evalNanos;   // time spent in mlx_eval (and mlx_async_eval) on this session's thread
 
     MlxSession(Mlx mlx) {
         this.mlx = mlx;
@@ -162,6 +163,24 @@ public final class MlxSession implements AutoCloseable {
         try (Arena call = Arena.ofConfined()) {
             return result("mlx_slice", c.mlx_slice(res, own(a).handle(), ints(call, start), start.length,
                     ints(call, stop), stop.length, ints(call, strides), strides.length, stream), res);
+        }
+    }
+
+    /**
+     * {@code mlx_slice_update} with unit strides: {@code src} with [start[i], stop[i]) along each axis i replaced by
+     * {@code update} (a new array; MLX reuses src's buffer when nothing else holds src).
+     */
+    public MlxArray sliceUpdate(MlxArray src, MlxArray update, int[] start, int[] stop) {
+        ensureOwner();
+        if (start.length != stop.length) {
+            throw new IllegalArgumentException("slice update: " + start.length + " starts, " + stop.length + " stops");
+        }
+        int[] strides = new int[start.length];
+        Arrays.fill(strides, 1);
+        MemorySegment res = newResult();
+        try (Arena call = Arena.ofConfined()) {
+            return result("mlx_slice_update", c.mlx_slice_update(res, own(src).handle(), own(update).handle(),
+                    ints(call, start), start.length, ints(call, stop), stop.length, ints(call, strides), strides.length, stream), res);
         }
     }
 
@@ -343,6 +362,18 @@ public final class MlxSession implements AutoCloseable {
 
     /** {@code mlx_eval} of all of them: their graphs are computed when this returns. */
     public void eval(MlxArray... arrays) {
+        evaluate(false, arrays);
+    }
+
+    /**
+     * {@code mlx_async_eval} of all of them: their graphs are scheduled and computed while this thread goes on; a
+     * later {@link #eval} or {@link #toFloats} of any of them waits for it.
+     */
+    public void asyncEval(MlxArray... arrays) {
+        evaluate(true, arrays);
+    }
+
+    private void evaluate(boolean async, MlxArray... arrays) {
         ensureOwner();
         try (Arena call = Arena.ofConfined()) {
             MemorySegment handles = call.allocate(MlxC.mlx_array, Math.max(1, arrays.length));
@@ -352,12 +383,14 @@ public final class MlxSession implements AutoCloseable {
             }
             MemorySegment vector = c.mlx_vector_array_new_data(call, handles, arrays.length);
             checkHandle("mlx_vector_array_new_data", vector);
-            int rc = c.mlx_eval(vector);
+            long started = System.nanoTime();
+            int rc = async ? c.mlx_async_eval(vector) : c.mlx_eval(vector);
+            evalNanos += System.nanoTime() - started;
             String message = MlxErrorHandler.take();
             int freed = c.mlx_vector_array_free(vector);
             String freeMessage = MlxErrorHandler.take();
             if (rc != 0) {
-                throw new MlxException("mlx_eval", rc, message);
+                throw new MlxException(async ? "mlx_async_eval" : "mlx_eval", rc, message);
             }
             if (freed != 0) {
                 throw new MlxException("mlx_vector_array_free", freed, freeMessage);
@@ -504,6 +537,11 @@ public final class MlxSession implements AutoCloseable {
         checkPointer("mlx_array_data_float32", data, out.length);
         MemorySegment.copy(data.reinterpret(4L * out.length), ValueLayout.JAVA_FLOAT, 0, out, 0, out.length);
         return out;
+    }
+
+    /** Nanoseconds this session has spent inside {@code mlx_eval} so far (the computing; the rest is graph building). */
+    public long evalNanos() {
+        return evalNanos;
     }
 
     /** Arrays made in this session and not yet freed. */
