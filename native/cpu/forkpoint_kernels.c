@@ -18,48 +18,7 @@
  * GGML block layouts: Q8_0 = f16 scale + 32 int8 codes (34 bytes), value q·d; Q4_0 = f16 scale + 16 bytes whose low
  * nibbles are elements 0…15 and high nibbles elements 16…31 (18 bytes), value (q − 8)·d.
  */
-#include <stdint.h>
-#include <string.h>
-
-#if defined(__x86_64__) || defined(_M_X64)
-#define FP_X86 1
-#include <immintrin.h>
-#endif
-#if defined(__aarch64__)
-#define FP_ARM 1
-#include <arm_neon.h>
-#endif
-
-#define FP_EXPORT __attribute__((visibility("default")))
-
-/* ---- shared -------------------------------------------------------------------------------------------------- */
-
-/* IEEE half → float, exact for every value (normals, subnormals, infinities, NaNs). */
-static inline float fp16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exponent = (h >> 10) & 0x1fu;
-    uint32_t mantissa = h & 0x3ffu;
-    uint32_t bits;
-    if (exponent == 0x1fu) {
-        bits = sign | 0x7f800000u | (mantissa << 13);
-    } else if (exponent != 0) {
-        bits = sign | ((exponent + 112u) << 23) | (mantissa << 13);
-    } else if (mantissa == 0) {
-        bits = sign;
-    } else {   /* subnormal: normalise */
-        int shift = 0;
-        while ((mantissa & 0x400u) == 0) { mantissa <<= 1; shift++; }
-        mantissa &= 0x3ffu;
-        bits = sign | ((uint32_t)(113 - shift) << 23) | (mantissa << 13);
-    }
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
-static inline uint16_t load_u16(const uint8_t* p) {
-    return (uint16_t)(p[0] | (p[1] << 8));
-}
+#include "fp_kernels.h"
 
 enum { FP_AVX2 = 1, FP_AVX512_VNNI = 2, FP_NEON = 4 };
 
@@ -68,7 +27,7 @@ FP_EXPORT int fp_cpu_features(void) {
     int f = 0;
 #ifdef FP_X86
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) f |= FP_AVX2;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) f |= FP_AVX2;
     if ((f & FP_AVX2) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
             && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni")) f |= FP_AVX512_VNNI;
 #endif
@@ -129,30 +88,28 @@ FP_EXPORT void fp_q4_0_rows_c(const uint8_t* w, int32_t blocks, int32_t rows, co
 /* ---- x86: AVX2 + FMA ----------------------------------------------------------------------------------------- */
 #ifdef FP_X86
 
-__attribute__((target("avx2,fma")))
-static inline float hsum256(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
+/* A block's f16 scale (little-endian at p) as a float: one F16C instruction. */
+__attribute__((target("avx2,fma,f16c")))
+static inline float half_x86(const uint8_t* p) {
+    return _cvtsh_ss(load_u16(p));
 }
 
 /* Σ w·x over 32 int8 pairs as 8 int32 lanes: |w| (unsigned) times x with w's sign, pairs summed (≤ 2·128·127 fits
  * 16 bits), then to 32 bits. Exact. */
-__attribute__((target("avx2,fma")))
+__attribute__((target("avx2,fma,f16c")))
 static inline __m256i dot32_s8_avx2(__m256i w, __m256i x) {
     __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
     return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
 }
 
 /* Σ q·x with q unsigned nibbles 0…15 (as 32 bytes) and x int8: pairs ≤ 2·15·128 fit 16 bits. Exact. */
-__attribute__((target("avx2,fma")))
+__attribute__((target("avx2,fma,f16c")))
 static inline __m256i dot32_u4s8_avx2(__m256i q, __m256i x) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(q, x), _mm256_set1_epi16(1));
 }
 
 /* A Q4_0 block's 16 code bytes as 32 unsigned nibbles in element order (low nibbles, then high). */
-__attribute__((target("avx2,fma")))
+__attribute__((target("avx2,fma,f16c")))
 static inline __m256i nibbles_avx2(const uint8_t* qs) {
     __m128i packed = _mm_loadu_si128((const __m128i*)qs);
     __m128i m = _mm_set1_epi8(0x0f);
@@ -161,7 +118,7 @@ static inline __m256i nibbles_avx2(const uint8_t* qs) {
     return _mm256_set_m128i(hi, lo);
 }
 
-__attribute__((target("avx2,fma")))
+__attribute__((target("avx2,fma,f16c")))
 FP_EXPORT void fp_q8_0_rows_avx2(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
                                  int32_t n, float* out, int32_t out_stride) {
     for (int32_t r = 0; r < rows; r++) {
@@ -176,20 +133,20 @@ FP_EXPORT void fp_q8_0_rows_avx2(const uint8_t* w, int32_t blocks, int32_t rows,
                 const uint8_t* k1 = k0 + 34;
                 __m256i s0 = dot32_s8_avx2(_mm256_loadu_si256((const __m256i*)(k0 + 2)), _mm256_loadu_si256((const __m256i*)(x + b * 32)));
                 __m256i s1 = dot32_s8_avx2(_mm256_loadu_si256((const __m256i*)(k1 + 2)), _mm256_loadu_si256((const __m256i*)(x + b * 32 + 32)));
-                acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_set1_ps(fp16_to_f32(load_u16(k0)) * dx[b]), acc0);
-                acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_set1_ps(fp16_to_f32(load_u16(k1)) * dx[b + 1]), acc1);
+                acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_set1_ps(half_x86((k0)) * dx[b]), acc0);
+                acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_set1_ps(half_x86((k1)) * dx[b + 1]), acc1);
             }
             if (b < blocks) {
                 const uint8_t* k0 = row + (int64_t)b * 34;
                 __m256i s0 = dot32_s8_avx2(_mm256_loadu_si256((const __m256i*)(k0 + 2)), _mm256_loadu_si256((const __m256i*)(x + b * 32)));
-                acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_set1_ps(fp16_to_f32(load_u16(k0)) * dx[b]), acc0);
+                acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_set1_ps(half_x86((k0)) * dx[b]), acc0);
             }
             out[(int64_t)t * out_stride + r] = hsum256(_mm256_add_ps(acc0, acc1));
         }
     }
 }
 
-__attribute__((target("avx2,fma")))
+__attribute__((target("avx2,fma,f16c")))
 FP_EXPORT void fp_q4_0_rows_avx2(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
                                  int32_t n, float* out, int32_t out_stride) {
     const __m256i ones = _mm256_set1_epi8(1);
@@ -206,7 +163,7 @@ FP_EXPORT void fp_q4_0_rows_avx2(const uint8_t* w, int32_t blocks, int32_t rows,
                 /* Σ (q − 8)·x = Σ q·x − 8·Σ x, both exact */
                 __m256i s = _mm256_sub_epi32(dot32_u4s8_avx2(nibbles_avx2(k + 2), xv),
                                              _mm256_slli_epi32(dot32_u4s8_avx2(ones, xv), 3));
-                __m256 scaled = _mm256_set1_ps(fp16_to_f32(load_u16(k)) * dx[b]);
+                __m256 scaled = _mm256_set1_ps(half_x86((k)) * dx[b]);
                 if (b & 1) acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), scaled, acc1);
                 else acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), scaled, acc0);
             }
@@ -217,7 +174,7 @@ FP_EXPORT void fp_q4_0_rows_avx2(const uint8_t* w, int32_t blocks, int32_t rows,
 
 /* ---- x86: AVX-512 VNNI (two blocks per 512-bit register) ----------------------------------------------------- */
 
-#define FP_VNNI "avx2,fma,avx512f,avx512bw,avx512vl,avx512vnni"
+#define FP_VNNI "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni"
 
 __attribute__((target(FP_VNNI)))
 static inline __m512i two_blocks(const uint8_t* a, const uint8_t* b) {
@@ -260,7 +217,7 @@ FP_EXPORT void fp_q8_0_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t
                 __m512i xs = _mm512_mask_sub_epi8(xv, _mm512_movepi8_mask(wv), zero, xv);
                 __m512i s = _mm512_dpbusd_epi32(zero, _mm512_abs_epi8(wv), xs);
                 acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s),
-                                      two_scales(fp16_to_f32(load_u16(k0)) * dx[b], fp16_to_f32(load_u16(k1)) * dx[b + 1]), acc);
+                                      two_scales(half_x86((k0)) * dx[b], half_x86((k1)) * dx[b + 1]), acc);
             }
             float tail = 0.0f;
             if (b < blocks) {
@@ -269,18 +226,27 @@ FP_EXPORT void fp_q8_0_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t
                 __m256i xv = _mm256_loadu_si256((const __m256i*)(x + b * 32));
                 __m256i xs = _mm256_mask_sub_epi8(xv, _mm256_movepi8_mask(wv), _mm256_setzero_si256(), xv);
                 __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(wv), xs);
-                tail = hsum256(_mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(fp16_to_f32(load_u16(k0)) * dx[b])));
+                tail = hsum256(_mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(half_x86((k0)) * dx[b])));
             }
             out[(int64_t)t * out_stride + r] = hsum512(acc) + tail;
         }
     }
 }
 
+/*
+ * Q4_0 two blocks at a time in one 512-bit register. The codes of blocks b and b+1 are loaded as 2 × 16 bytes and
+ * spread, without a shuffle, as [low nibbles b | low nibbles b+1 | high nibbles b | high nibbles b+1]; the activations
+ * (64 bytes: [b 0…15 | b 16…31 | b+1 0…15 | b+1 16…31]) are permuted by 128-bit lanes to the same order, so each
+ * int32 lane of the dot product sums four products of one block: lanes 0–3 and 8–11 are block b's, 4–7 and 12–15
+ * block b+1's, and the scale vector follows that pattern.
+ */
 __attribute__((target(FP_VNNI)))
 FP_EXPORT void fp_q4_0_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
                                        int32_t n, float* out, int32_t out_stride) {
     const __m512i zero = _mm512_setzero_si512();
     const __m512i ones = _mm512_set1_epi8(1);
+    const __m512i low = _mm512_set1_epi8(0x0f);
+    const __m512i pattern = _mm512_set_epi32(1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0);
     for (int32_t r = 0; r < rows; r++) {
         const uint8_t* row = w + (int64_t)r * blocks * 18;
         for (int32_t t = 0; t < n; t++) {
@@ -291,12 +257,15 @@ FP_EXPORT void fp_q4_0_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t
             for (; b + 1 < blocks; b += 2) {
                 const uint8_t* k0 = row + (int64_t)b * 18;
                 const uint8_t* k1 = k0 + 18;
-                __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(nibbles_avx2(k0 + 2)), nibbles_avx2(k1 + 2), 1);
-                __m512i xv = _mm512_loadu_si512((const void*)(x + b * 32));
+                __m256i packed = _mm256_loadu2_m128i((const __m128i*)(k1 + 2), (const __m128i*)(k0 + 2));
+                __m512i q = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(packed), _mm256_srli_epi16(packed, 4), 1), low);
+                __m512i xv = _mm512_shuffle_i64x2(_mm512_loadu_si512((const void*)(x + b * 32)),
+                                                  _mm512_loadu_si512((const void*)(x + b * 32)), _MM_SHUFFLE(3, 1, 2, 0));
                 /* Σ (q − 8)·x = Σ q·x − 8·Σ x, exact in int32 */
                 __m512i s = _mm512_sub_epi32(_mm512_dpbusd_epi32(zero, q, xv), _mm512_slli_epi32(_mm512_dpbusd_epi32(zero, ones, xv), 3));
-                acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s),
-                                      two_scales(fp16_to_f32(load_u16(k0)) * dx[b], fp16_to_f32(load_u16(k1)) * dx[b + 1]), acc);
+                __m512 scales = _mm512_permutexvar_ps(pattern, _mm512_castps128_ps512(
+                        _mm_set_ps(0.0f, 0.0f, half_x86(k1) * dx[b + 1], half_x86(k0) * dx[b])));
+                acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), scales, acc);
             }
             float tail = 0.0f;
             if (b < blocks) {
@@ -304,7 +273,7 @@ FP_EXPORT void fp_q4_0_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t
                 __m256i xv = _mm256_loadu_si256((const __m256i*)(x + b * 32));
                 __m256i s = _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), nibbles_avx2(k0 + 2), xv),
                                              _mm256_slli_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), xv), 3));
-                tail = hsum256(_mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(fp16_to_f32(load_u16(k0)) * dx[b])));
+                tail = hsum256(_mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(half_x86(k0) * dx[b])));
             }
             out[(int64_t)t * out_stride + r] = hsum512(acc) + tail;
         }

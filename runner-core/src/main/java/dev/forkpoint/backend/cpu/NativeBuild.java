@@ -18,7 +18,7 @@ import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Builds the native kernels' library from their C source ({@code native/cpu/forkpoint_kernels.c}, on the class path)
+ * Builds the native kernels' library from their C sources ({@code native/cpu/*.c}, on the class path)
  * with the system C compiler, once per source and compiler: the library is kept in Forkpoint's cache under a name
  * that is the hash of both ({@code native/<hash>/libforkpoint-kernels.so}), written to a temporary name and renamed
  * into place, so that concurrent JVMs and killed builds never leave a half-written library under the real name.
@@ -26,7 +26,8 @@ import java.util.concurrent.TimeUnit;
  * {@code PATH}; none found is an outcome, not an error: the caller runs the Java kernels and says why.
  */
 final class NativeBuild {
-    static final String SOURCE = "native/forkpoint_kernels.c";
+    /** The C files of the library (sources and the header they share); the .c ones are compiled, into one library. */
+    static final List<String> SOURCES = List.of("fp_kernels.h", "forkpoint_kernels.c");
     private static final List<String> COMPILERS = List.of("cc", "gcc", "clang");
 
     /** What a build gave: the library, or why there is none (each compiler looked for, or the compiler's output). */
@@ -44,27 +45,34 @@ final class NativeBuild {
             return new Outcome.Unavailable("no C compiler found ($FORKPOINT_CC, $CC, then " + String.join(", ", COMPILERS)
                     + " on the PATH)");
         }
-        String source;
-        try (InputStream in = NativeBuild.class.getResourceAsStream(SOURCE)) {
-            if (in == null) return new Outcome.Unavailable("the kernels' C source is not in this build (" + SOURCE + ")");
-            source = new String(in.readAllBytes(), StandardCharsets.UTF_8);
-        } catch (IOException e) {
-            return new Outcome.Unavailable("cannot read the kernels' C source: " + e.getMessage());
+        Map<String, String> sources = new java.util.LinkedHashMap<>();
+        for (String name : SOURCES) {
+            try (InputStream in = NativeBuild.class.getResourceAsStream("native/" + name)) {
+                if (in == null) return new Outcome.Unavailable("the kernels' C source " + name + " is not in this build");
+                sources.put(name, new String(in.readAllBytes(), StandardCharsets.UTF_8));
+            } catch (IOException e) {
+                return new Outcome.Unavailable("cannot read the kernels' C source " + name + ": " + e.getMessage());
+            }
         }
         String version = run(List.of(compiler.get(), "--version"), 20).orElse("?");
         List<String> flags = flags();
-        Path dir = cache.resolve("native").resolve(hash(source + "\n" + compiler.get() + "\n" + version + "\n" + flags));
+        Path dir = cache.resolve("native").resolve(hash(sources + "\n" + compiler.get() + "\n" + version + "\n" + flags));
         Path library = dir.resolve(libraryName());
         if (Files.isRegularFile(library)) return new Outcome.Built(library, compiler.get());
         try {
             Files.createDirectories(dir);
-            Path c = dir.resolve("forkpoint_kernels.c");
-            Files.writeString(c, source);
+            List<String> files = new ArrayList<>();
+            for (var e : sources.entrySet()) {
+                Path c = dir.resolve(e.getKey());
+                Files.writeString(c, e.getValue());
+                if (e.getKey().endsWith(".c")) files.add(c.toString());
+            }
             Path temporary = Files.createTempFile(dir, "build-", ".tmp");
             List<String> command = new ArrayList<>();
             command.add(compiler.get());
             command.addAll(flags);
-            command.addAll(List.of("-o", temporary.toString(), c.toString()));
+            command.addAll(List.of("-o", temporary.toString()));
+            command.addAll(files);
             StringBuilder output = new StringBuilder();
             if (!succeeds(command, output)) {
                 Files.deleteIfExists(temporary);

@@ -1,0 +1,60 @@
+/*
+ * What Forkpoint's native CPU kernels share (see forkpoint_kernels.c): the platform tests, the export marker, the
+ * IEEE half → float conversion and the little-endian loads of GGML block headers, and the AVX2 horizontal sum.
+ */
+#ifndef FP_KERNELS_H
+#define FP_KERNELS_H
+
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#define FP_X86 1
+#include <immintrin.h>
+#endif
+#if defined(__aarch64__)
+#define FP_ARM 1
+#include <arm_neon.h>
+#endif
+
+#define FP_EXPORT __attribute__((visibility("default")))
+
+/* IEEE half → float, exact for every value (normals, subnormals, infinities, NaNs). */
+static inline float fp16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exponent = (h >> 10) & 0x1fu;
+    uint32_t mantissa = h & 0x3ffu;
+    uint32_t bits;
+    if (exponent == 0x1fu) {
+        bits = sign | 0x7f800000u | (mantissa << 13);
+    } else if (exponent != 0) {
+        bits = sign | ((exponent + 112u) << 23) | (mantissa << 13);
+    } else if (mantissa == 0) {
+        bits = sign;
+    } else {   /* subnormal: normalise */
+        int shift = 0;
+        while ((mantissa & 0x400u) == 0) { mantissa <<= 1; shift++; }
+        mantissa &= 0x3ffu;
+        bits = sign | ((uint32_t)(113 - shift) << 23) | (mantissa << 13);
+    }
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static inline uint16_t load_u16(const uint8_t* p) {
+    return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+#ifdef FP_X86
+__attribute__((target("avx2,fma,f16c")))
+static inline float hsum256(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+#endif
+
+#endif
