@@ -5,7 +5,7 @@
  * with the instruction set it needs (so the library loads on any CPU of the architecture), and the Java side calls
  * the best variant fp_cpu_features() says this CPU runs.
  *
- * The kernels compute one slice of rows of a quantised matrix times 1 … 16 tokens of activations that the Java side
+ * The kernels compute one slice of rows of a quantised matrix times n = 1 … 16 tokens (the Java side calls again for more) of activations that the Java side
  * quantised to Q8_0 (int8 codes, one float scale per 32): out[t * out_stride + i] = Σ_b d_w(row i, b) · d_x(t, b) ·
  * Σ_j q_w · q_x. Invariants the Java side relies on:
  *   - a (row, token) result depends only on that row's and that token's bytes: not on the token count, the slice or
@@ -13,7 +13,8 @@
  *   - each block's integer dot product is exact (int32); the float sum over blocks runs in block order in a fixed
  *     number of lanes per variant, so variants differ from each other and from the Java kernels only by float
  *     rounding (tests state the bound);
- *   - nothing is allocated, nothing is kept between calls, no thread is started: the Java worker pool splits the rows.
+ *   - nothing is allocated, nothing is kept between calls, no thread is started: the Java worker pool splits the rows;
+ *   - the weights are read once per call as one stream, prefetched FP_PREFETCH_BYTES ahead (fp_kernels.h).
  *
  * GGML block layouts: Q8_0 = f16 scale + 32 int8 codes (34 bytes), value q·d; Q4_0 = f16 scale + 16 bytes whose low
  * nibbles are elements 0…15 and high nibbles elements 16…31 (18 bytes), value (q − 8)·d.
@@ -52,6 +53,7 @@ FP_EXPORT void fp_q8_0_rows_c(const uint8_t* w, int32_t blocks, int32_t rows, co
             float acc = 0.0f;
             for (int32_t b = 0; b < blocks; b++) {
                 const uint8_t* blk = row + (int64_t)b * 34;
+                if (t == 0) FP_PREFETCH(blk);
                 const int8_t* q = (const int8_t*)(blk + 2);
                 int32_t s = 0;
                 for (int j = 0; j < 32; j++) s += (int32_t)q[j] * x[b * 32 + j];
@@ -72,6 +74,7 @@ FP_EXPORT void fp_q4_0_rows_c(const uint8_t* w, int32_t blocks, int32_t rows, co
             float acc = 0.0f;
             for (int32_t b = 0; b < blocks; b++) {
                 const uint8_t* blk = row + (int64_t)b * 18;
+                if (t == 0) FP_PREFETCH(blk);
                 const int8_t* xb = x + b * 32;
                 int32_t s = 0;
                 for (int j = 0; j < 16; j++) {
@@ -130,6 +133,7 @@ FP_EXPORT void fp_q8_0_rows_avx2(const uint8_t* w, int32_t blocks, int32_t rows,
             int32_t b = 0;
             for (; b + 1 < blocks; b += 2) {
                 const uint8_t* k0 = row + (int64_t)b * 34;
+                if (t == 0) FP_PREFETCH(k0);
                 const uint8_t* k1 = k0 + 34;
                 __m256i s0 = dot32_s8_avx2(_mm256_loadu_si256((const __m256i*)(k0 + 2)), _mm256_loadu_si256((const __m256i*)(x + b * 32)));
                 __m256i s1 = dot32_s8_avx2(_mm256_loadu_si256((const __m256i*)(k1 + 2)), _mm256_loadu_si256((const __m256i*)(x + b * 32 + 32)));
@@ -159,6 +163,7 @@ FP_EXPORT void fp_q4_0_rows_avx2(const uint8_t* w, int32_t blocks, int32_t rows,
             int32_t b = 0;
             for (; b < blocks; b++) {
                 const uint8_t* k = row + (int64_t)b * 18;
+                if (t == 0) FP_PREFETCH(k);
                 __m256i xv = _mm256_loadu_si256((const __m256i*)(x + b * 32));
                 /* Σ (q − 8)·x = Σ q·x − 8·Σ x, both exact */
                 __m256i s = _mm256_sub_epi32(dot32_u4s8_avx2(nibbles_avx2(k + 2), xv),
@@ -182,12 +187,6 @@ static inline __m512i two_blocks(const uint8_t* a, const uint8_t* b) {
                               _mm256_loadu_si256((const __m256i*)b), 1);
 }
 
-/* The float scale of two blocks: the first's in lanes 0…7, the second's in 8…15. */
-__attribute__((target(FP_VNNI)))
-static inline __m512 two_scales(float s0, float s1) {
-    return _mm512_mask_blend_ps((__mmask16)0xff00, _mm512_set1_ps(s0), _mm512_set1_ps(s1));
-}
-
 __attribute__((target(FP_VNNI)))
 static inline float hsum512(__m512 v) {
     __m256 s = _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
@@ -197,86 +196,110 @@ static inline float hsum512(__m512 v) {
     return _mm_cvtss_f32(h);
 }
 
+/*
+ * The VNNI kernels take one row at a time and, within it, one pair of blocks at a time for all n tokens: what depends
+ * only on the weights (the codes in dot-product order, their correction, the two blocks' scales) is formed once per
+ * pair, and per token a pair costs a load, a dot product, a subtraction, a conversion and two multiply-adds.
+ * vpdpbusd multiplies unsigned bytes by signed ones, so the activations are biased to x + 128 (x ^ 0x80, unsigned) and
+ * Σ w·x = Σ w·(x + 128) − 128·Σ w, where 128·Σ w is the weights' own correction: exact in int32, for any weight code
+ * (Q8_0's −128 too). Lanes 0–7 of a 512-bit register belong to the first block of the pair, 8–15 to the second.
+ */
+static const int32_t FP_PAIR_SCALES[16] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
+
+/* The scales of blocks b and b+1 (two consecutive floats) spread to lanes 0–7 and 8–15. */
+__attribute__((target(FP_VNNI)))
+static inline __m512 pair_scales(const float* two) {
+    return _mm512_permutexvar_ps(_mm512_loadu_si512((const void*)FP_PAIR_SCALES),
+                                 _mm512_castps128_ps512(_mm_castpd_ps(_mm_load_sd((const double*)two))));
+}
+
+/* Per token of a row: n accumulators and the odd last block's sum, then the sums written out. */
+#define FP_VNNI_TOKENS 16
+
 __attribute__((target(FP_VNNI)))
 FP_EXPORT void fp_q8_0_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
                                        int32_t n, float* out, int32_t out_stride) {
     const __m512i zero = _mm512_setzero_si512();
+    const __m512i bias = _mm512_set1_epi8((char)0x80);
     for (int32_t r = 0; r < rows; r++) {
         const uint8_t* row = w + (int64_t)r * blocks * 34;
-        for (int32_t t = 0; t < n; t++) {
-            const int8_t* x = xq + (int64_t)t * blocks * 32;
-            const float* dx = xd + (int64_t)t * blocks;
-            __m512 acc = _mm512_setzero_ps();
-            int32_t b = 0;
-            for (; b + 1 < blocks; b += 2) {
-                const uint8_t* k0 = row + (int64_t)b * 34;
-                const uint8_t* k1 = k0 + 34;
-                __m512i wv = two_blocks(k0 + 2, k1 + 2);
-                __m512i xv = _mm512_loadu_si512((const void*)(x + b * 32));
-                /* |w| (unsigned) · (x with w's sign): exact int32 sums of 4 products */
-                __m512i xs = _mm512_mask_sub_epi8(xv, _mm512_movepi8_mask(wv), zero, xv);
-                __m512i s = _mm512_dpbusd_epi32(zero, _mm512_abs_epi8(wv), xs);
-                acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s),
-                                      two_scales(half_x86((k0)) * dx[b], half_x86((k1)) * dx[b + 1]), acc);
+        __m512 acc[FP_VNNI_TOKENS];
+        float tail[FP_VNNI_TOKENS];
+        for (int32_t t = 0; t < n; t++) { acc[t] = _mm512_setzero_ps(); tail[t] = 0.0f; }
+        int32_t b = 0;
+        for (; b + 1 < blocks; b += 2) {
+            const uint8_t* k0 = row + (int64_t)b * 34;
+            const uint8_t* k1 = k0 + 34;
+            FP_PREFETCH(k0);
+            __m512i wv = two_blocks(k0 + 2, k1 + 2);
+            __m512i correction = _mm512_dpbusd_epi32(zero, bias, wv);   /* 128 · Σ w per lane */
+            __m512 dw = _mm512_mask_blend_ps((__mmask16)0xff00, _mm512_set1_ps(half_x86(k0)), _mm512_set1_ps(half_x86(k1)));
+            for (int32_t t = 0; t < n; t++) {
+                __m512i xv = _mm512_xor_si512(_mm512_loadu_si512((const void*)(xq + (int64_t)t * blocks * 32 + b * 32)), bias);
+                __m512i s = _mm512_sub_epi32(_mm512_dpbusd_epi32(zero, xv, wv), correction);
+                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, pair_scales(xd + (int64_t)t * blocks + b)), acc[t]);
             }
-            float tail = 0.0f;
-            if (b < blocks) {
-                const uint8_t* k0 = row + (int64_t)b * 34;
-                __m256i wv = _mm256_loadu_si256((const __m256i*)(k0 + 2));
-                __m256i xv = _mm256_loadu_si256((const __m256i*)(x + b * 32));
-                __m256i xs = _mm256_mask_sub_epi8(xv, _mm256_movepi8_mask(wv), _mm256_setzero_si256(), xv);
-                __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(wv), xs);
-                tail = hsum256(_mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(half_x86((k0)) * dx[b])));
-            }
-            out[(int64_t)t * out_stride + r] = hsum512(acc) + tail;
         }
+        if (b < blocks) {
+            const uint8_t* k0 = row + (int64_t)b * 34;
+            __m256i wv = _mm256_loadu_si256((const __m256i*)(k0 + 2));
+            __m256i correction = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8((char)0x80), wv);
+            float dw = half_x86(k0);
+            for (int32_t t = 0; t < n; t++) {
+                __m256i xv = _mm256_xor_si256(_mm256_loadu_si256((const __m256i*)(xq + (int64_t)t * blocks * 32 + b * 32)), _mm256_set1_epi8((char)0x80));
+                __m256i s = _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), xv, wv), correction);
+                tail[t] = hsum256(_mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(dw * xd[(int64_t)t * blocks + b])));
+            }
+        }
+        for (int32_t t = 0; t < n; t++) out[(int64_t)t * out_stride + r] = hsum512(acc[t]) + tail[t];
     }
 }
 
 /*
- * Q4_0 two blocks at a time in one 512-bit register. The codes of blocks b and b+1 are loaded as 2 × 16 bytes and
- * spread, without a shuffle, as [low nibbles b | low nibbles b+1 | high nibbles b | high nibbles b+1]; the activations
- * (64 bytes: [b 0…15 | b 16…31 | b+1 0…15 | b+1 16…31]) are permuted by 128-bit lanes to the same order, so each
- * int32 lane of the dot product sums four products of one block: lanes 0–3 and 8–11 are block b's, 4–7 and 12–15
- * block b+1's, and the scale vector follows that pattern.
+ * Q4_0: the two blocks' 16 code bytes become, in one register, [low nibbles b | high nibbles b | low b+1 | high b+1]
+ * (element order, matching the activations' 64 bytes), minus 8: signed codes −8 … 7.
  */
 __attribute__((target(FP_VNNI)))
 FP_EXPORT void fp_q4_0_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
                                        int32_t n, float* out, int32_t out_stride) {
     const __m512i zero = _mm512_setzero_si512();
-    const __m512i ones = _mm512_set1_epi8(1);
-    const __m512i low = _mm512_set1_epi8(0x0f);
-    const __m512i pattern = _mm512_set_epi32(1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0);
+    const __m512i bias = _mm512_set1_epi8((char)0x80);
+    const __m256i low = _mm256_set1_epi8(0x0f);
+    const __m512i eight = _mm512_set1_epi8(8);
     for (int32_t r = 0; r < rows; r++) {
         const uint8_t* row = w + (int64_t)r * blocks * 18;
-        for (int32_t t = 0; t < n; t++) {
-            const int8_t* x = xq + (int64_t)t * blocks * 32;
-            const float* dx = xd + (int64_t)t * blocks;
-            __m512 acc = _mm512_setzero_ps();
-            int32_t b = 0;
-            for (; b + 1 < blocks; b += 2) {
-                const uint8_t* k0 = row + (int64_t)b * 18;
-                const uint8_t* k1 = k0 + 18;
-                __m256i packed = _mm256_loadu2_m128i((const __m128i*)(k1 + 2), (const __m128i*)(k0 + 2));
-                __m512i q = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(packed), _mm256_srli_epi16(packed, 4), 1), low);
-                __m512i xv = _mm512_shuffle_i64x2(_mm512_loadu_si512((const void*)(x + b * 32)),
-                                                  _mm512_loadu_si512((const void*)(x + b * 32)), _MM_SHUFFLE(3, 1, 2, 0));
-                /* Σ (q − 8)·x = Σ q·x − 8·Σ x, exact in int32 */
-                __m512i s = _mm512_sub_epi32(_mm512_dpbusd_epi32(zero, q, xv), _mm512_slli_epi32(_mm512_dpbusd_epi32(zero, ones, xv), 3));
-                __m512 scales = _mm512_permutexvar_ps(pattern, _mm512_castps128_ps512(
-                        _mm_set_ps(0.0f, 0.0f, half_x86(k1) * dx[b + 1], half_x86(k0) * dx[b])));
-                acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), scales, acc);
+        __m512 acc[FP_VNNI_TOKENS];
+        float tail[FP_VNNI_TOKENS];
+        for (int32_t t = 0; t < n; t++) { acc[t] = _mm512_setzero_ps(); tail[t] = 0.0f; }
+        int32_t b = 0;
+        for (; b + 1 < blocks; b += 2) {
+            const uint8_t* k0 = row + (int64_t)b * 18;
+            const uint8_t* k1 = k0 + 18;
+            FP_PREFETCH(k0);
+            __m256i packed = _mm256_loadu2_m128i((const __m128i*)(k1 + 2), (const __m128i*)(k0 + 2));
+            __m512i spread = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(packed, low)),
+                                                _mm256_and_si256(_mm256_srli_epi16(packed, 4), low), 1);   /* [lo b | lo b+1 | hi b | hi b+1] */
+            __m512i q = _mm512_sub_epi8(_mm512_shuffle_i64x2(spread, spread, _MM_SHUFFLE(3, 1, 2, 0)), eight);
+            __m512i correction = _mm512_dpbusd_epi32(zero, bias, q);
+            __m512 dw = _mm512_mask_blend_ps((__mmask16)0xff00, _mm512_set1_ps(half_x86(k0)), _mm512_set1_ps(half_x86(k1)));
+            for (int32_t t = 0; t < n; t++) {
+                __m512i xv = _mm512_xor_si512(_mm512_loadu_si512((const void*)(xq + (int64_t)t * blocks * 32 + b * 32)), bias);
+                __m512i s = _mm512_sub_epi32(_mm512_dpbusd_epi32(zero, xv, q), correction);
+                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, pair_scales(xd + (int64_t)t * blocks + b)), acc[t]);
             }
-            float tail = 0.0f;
-            if (b < blocks) {
-                const uint8_t* k0 = row + (int64_t)b * 18;
-                __m256i xv = _mm256_loadu_si256((const __m256i*)(x + b * 32));
-                __m256i s = _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), nibbles_avx2(k0 + 2), xv),
-                                             _mm256_slli_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), xv), 3));
-                tail = hsum256(_mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(half_x86(k0) * dx[b])));
-            }
-            out[(int64_t)t * out_stride + r] = hsum512(acc) + tail;
         }
+        if (b < blocks) {
+            const uint8_t* k0 = row + (int64_t)b * 18;
+            __m256i q = _mm256_sub_epi8(nibbles_avx2(k0 + 2), _mm256_set1_epi8(8));
+            __m256i correction = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8((char)0x80), q);
+            float dw = half_x86(k0);
+            for (int32_t t = 0; t < n; t++) {
+                __m256i xv = _mm256_xor_si256(_mm256_loadu_si256((const __m256i*)(xq + (int64_t)t * blocks * 32 + b * 32)), _mm256_set1_epi8((char)0x80));
+                __m256i s = _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), xv, q), correction);
+                tail[t] = hsum256(_mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(dw * xd[(int64_t)t * blocks + b])));
+            }
+        }
+        for (int32_t t = 0; t < n; t++) out[(int64_t)t * out_stride + r] = hsum512(acc[t]) + tail[t];
     }
 }
 #endif /* FP_X86 */
@@ -304,6 +327,7 @@ FP_EXPORT void fp_q8_0_rows_neon(const uint8_t* w, int32_t blocks, int32_t rows,
             float acc = 0.0f;
             for (int32_t b = 0; b < blocks; b++) {
                 const uint8_t* k = row + (int64_t)b * 34;
+                if (t == 0) FP_PREFETCH(k);
                 acc += (float)dot32_s8_neon((const int8_t*)(k + 2), x + b * 32) * (fp16_to_f32(load_u16(k)) * dx[b]);
             }
             out[(int64_t)t * out_stride + r] = acc;
@@ -323,6 +347,7 @@ FP_EXPORT void fp_q4_0_rows_neon(const uint8_t* w, int32_t blocks, int32_t rows,
             float acc = 0.0f;
             for (int32_t b = 0; b < blocks; b++) {
                 const uint8_t* k = row + (int64_t)b * 18;
+                if (t == 0) FP_PREFETCH(k);
                 uint8x16_t packed = vld1q_u8(k + 2);
                 int8_t q[32];
                 vst1q_s8(q, vsubq_s8(vreinterpretq_s8_u8(vandq_u8(packed, m)), eight));

@@ -135,9 +135,14 @@ final class NativeKernels {
 
     Variant variant() { return variant; }
 
+    /** Tokens one native call takes: the kernels keep one accumulator per token in registers. */
+    static final int MAX_TOKENS = 16;
+
     /**
-     * Rows of a Q8_0 matrix times n ≤ 16 tokens of Q8_0 activations: out[outOffset + t·outStride + i] for the
-     * {@code rows} rows starting at byte {@code weightOffset} of {@code w}.
+     * Rows of a Q8_0 matrix times any number of tokens of Q8_0 activations: out[t·outStride + outOffset + i] for the
+     * {@code rows} rows starting at byte {@code weightOffset} of {@code w} and every token t &lt; n, in calls of at most
+     * {@value #MAX_TOKENS} tokens over the same rows (so the rows' bytes stay in cache between them). A token's results
+     * do not depend on n: a prefill's rows are its decode rows, bit for bit.
      */
     void q8_0(MemorySegment w, long weightOffset, int blocks, int rows, byte[] xq, float[] xd, int n, float[] out,
               int outOffset, int outStride) {
@@ -153,15 +158,19 @@ final class NativeKernels {
     private static void call(MethodHandle h, MemorySegment w, long weightOffset, long weightBytes, int blocks, int rows,
                              byte[] xq, float[] xd, int n, float[] out, int outOffset, int outStride) {
         // bounds in Java: the C code trusts its arguments
-        if (n < 1 || n > KernelSupport.DECODE_MAX_ROWS || rows < 0 || (long) n * blocks * 32 > xq.length || (long) n * blocks > xd.length
+        if (n < 1 || rows < 0 || (long) n * blocks * 32 > xq.length || (long) n * blocks > xd.length
                 || outOffset < 0 || (rows > 0 && (long) outOffset + (long) (n - 1) * outStride + rows > out.length)) {
             throw new IllegalArgumentException("native kernel arguments out of range: n " + n + ", rows " + rows + ", blocks " + blocks);
         }
         if (rows == 0) return;
         MemorySegment weights = w.asSlice(weightOffset, weightBytes);   // checks the weights' bounds
+        MemorySegment codes = MemorySegment.ofArray(xq), scales = MemorySegment.ofArray(xd), results = MemorySegment.ofArray(out);
         try {
-            h.invokeExact(weights, blocks, rows, MemorySegment.ofArray(xq), MemorySegment.ofArray(xd), n,
-                    MemorySegment.ofArray(out).asSlice(4L * outOffset), outStride);
+            for (int t0 = 0; t0 < n; t0 += MAX_TOKENS) {
+                int count = Math.min(MAX_TOKENS, n - t0);
+                h.invokeExact(weights, blocks, rows, codes.asSlice((long) t0 * blocks * 32), scales.asSlice(4L * t0 * blocks), count,
+                        results.asSlice(4L * ((long) t0 * outStride + outOffset)), outStride);
+            }
         } catch (RuntimeException | Error e) {
             throw e;
         } catch (Throwable t) {

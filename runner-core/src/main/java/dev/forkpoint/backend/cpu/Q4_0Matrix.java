@@ -37,7 +37,7 @@ final class Q4_0Matrix implements PackedMatrix {
         this(data, rows, cols, null);
     }
 
-    /** With {@code nativeKernels} (null: none) for decode-sized multiplies (≤ {@value KernelSupport#DECODE_MAX_ROWS} tokens). */
+    /** With {@code nativeKernels} (null: none), which then multiply every token count (decode and prefill). */
     Q4_0Matrix(MemorySegment data, int rows, int cols, NativeKernels nativeKernels) {
         KernelSupport.checkShape("Q4_0", data, rows, cols, 32, BYTES);
         this.data = data;
@@ -59,15 +59,15 @@ final class Q4_0Matrix implements PackedMatrix {
         KernelSupport.checkMultiply(this, firstRow, rowCount, x, n, out);
         boolean prefill = KernelSupport.gemm(n);
         Q8Activations a = Q8Activations.q8_0(x, n, cols);
-        if (prefill) {
-            FloatGemm.multiply(this, firstRow, rowCount, a.dequantized(), n, out, pool);
-            return;
-        }
-        if (nativeKernels != null) {
+        if (nativeKernels != null) {   // decode and prefill alike: a token's results do not depend on n
             byte[] codes = a.codes();
             float[] scales = a.d();
             pool.runRanges(rowCount, KernelSupport.parts(pool), 8, (from, to) -> nativeKernels.q4_0(data,
                     (long) (firstRow + from) * blocks * BYTES, blocks, to - from, codes, scales, n, out, from, rowCount));
+            return;
+        }
+        if (prefill) {
+            FloatGemm.multiply(this, firstRow, rowCount, a.dequantized(), n, out, pool);
             return;
         }
         short[] q = a.q();

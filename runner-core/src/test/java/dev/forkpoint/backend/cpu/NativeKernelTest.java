@@ -29,8 +29,8 @@ import static org.junit.jupiter.api.Assertions.*;
  * are skipped with a line): Q8_0 and Q4_0 matrices with ragged shapes (odd block counts, row counts that do not divide
  * among the threads), 1 … 16 tokens. With unit scales every result is an integer sum, exact in float: native, Java
  * and the exact value must be the same bits. With real scales both stay within float rounding of a double reference
- * (|error| ≤ 1e-6 · blocks · Σ|terms|). A batch equals its rows run alone, and a slice of rows the same rows of the
- * whole, bit for bit (what the engine's batching relies on). Without a C compiler the kernels say so and the CPU
+ * (|error| ≤ 1e-6 · blocks · Σ|terms|). A batch — up to 16 decode rows, or a prefill of more — equals its rows run
+ * alone, and a slice of rows the same rows of the whole, bit for bit (what the engine's batching relies on). Without a C compiler the kernels say so and the CPU
  * backend runs the Java kernels.
  */
 class NativeKernelTest {
@@ -114,7 +114,7 @@ class NativeKernelTest {
                 MemorySegment seg = quantized(type, w);
                 float[] wq = new float[w.length];
                 Quantization.dequantize(type, seg, 0, wq, 0, wq.length);
-                for (int n : new int[] {1, 2, 5, 16}) {
+                for (int n : new int[] {1, 2, 5, 16, 33}) {
                     float[] x = new float[n * cols];
                     for (int i = 0; i < x.length; i++) x[i] = (float) rnd.nextGaussian();
                     float[] xq = Q8Activations.q8_0(x, n, cols).dequantized();
@@ -151,7 +151,7 @@ class NativeKernelTest {
             float[] w = new float[rows * cols];
             for (int i = 0; i < w.length; i++) w[i] = (float) rnd.nextGaussian();
             PackedMatrix m = matrix(type, quantized(type, w), rows, cols, k);
-            for (int n : new int[] {2, 7, 16}) {
+            for (int n : new int[] {2, 7, 16, 17, 40}) {   // above 16: a prefill, in calls of 16 tokens
                 float[] x = new float[n * cols];
                 for (int i = 0; i < x.length; i++) x[i] = (float) rnd.nextGaussian();
                 float[] batch = new float[n * rows];
