@@ -90,7 +90,11 @@ class Qwen35GgufTest {
     /**
      * The Q8_0 file (llama.cpp's --outtype q8_0 choice of types) loads and computes the same model roughly: Q8_0
      * weights and Q8_0-quantised activations move this random tiny model's logits by a few percent (measured cosine
-     * 0.997 dense, 0.987 MoE) but not its top token.
+     * 0.997 dense, 0.987 MoE) but not its leading tokens. Not its top token exactly: the dense model's two largest F32
+     * logits are 0.18 apart (21.15, 20.97), inside the Q8_0 noise (the activations are requantised at every layer, and
+     * a float rounding that moves one activation across a rounding boundary moves its code by one: the Java and the
+     * native kernels, equal to 1e-5 per product, put these two tokens in opposite orders). So each side's top token is
+     * among the other's top three, and F32's top token loses at most 0.5 to the Q8_0 leader.
      */
     @ParameterizedTest
     @ValueSource(strings = {"dense", "moe"})
@@ -105,11 +109,21 @@ class Qwen35GgufTest {
         }
         double cosine = dot / Math.sqrt(ne * nq);
         assertTrue(cosine >= 0.95, m + ": Q8_0 and F32 logits have cosine " + cosine);
-        assertEquals(argmax(exact), argmax(quantised), m + ": Q8_0 top token");
+        int top = argmax(exact), quantisedTop = argmax(quantised);
+        assertTrue(rank(quantised, top) < 3 && rank(exact, quantisedTop) < 3,
+                m + ": F32 top token " + top + " is Q8_0's #" + rank(quantised, top) + ", Q8_0's " + quantisedTop + " is F32's #" + rank(exact, quantisedTop));
+        assertTrue(quantised[quantisedTop] - quantised[top] <= 0.5, m + ": F32's top token trails Q8_0's by " + (quantised[quantisedTop] - quantised[top]));
         Map<String, Integer> types = q8.get(m).info().tensorTypes();
         assertTrue(types.getOrDefault("Q8_0", 0) > 0 && types.getOrDefault("F32", 0) > 0, types.toString());
         // the shared expert's down projection has rows of 48, not whole Q8_0 blocks: F16, as llama.cpp falls back
         assertEquals(m.equals("moe") ? 4 : 0, types.getOrDefault("F16", 0), types.toString());
+    }
+
+    /** How many entries of {@code v} are larger than v[i]. */
+    private static int rank(float[] v, int i) {
+        int r = 0;
+        for (float x : v) if (x > v[i]) r++;
+        return r;
     }
 
     @ParameterizedTest
