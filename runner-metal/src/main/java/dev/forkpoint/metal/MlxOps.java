@@ -680,7 +680,7 @@ final class MlxOps implements Ops {
             }
             int[] chosen = new int[n * topK];
             float[] weights = new float[n * topK];
-            route(logits, n, count, topK, experts.renormalize(), chosen, weights);
+            dev.forkpoint.backend.ExpertRouting.route(logits, n, count, topK, experts.renormalize(), chosen, weights, null);
             ExpertWeights.ExpertRows gate = experts.gate(), up = experts.up(), down = experts.down();
             boolean fused = gate.perExpert() == null && up.perExpert() == null && gate.weight() == up.weight()
                     && up.stride() == gate.stride() && up.offset() == gate.offset() + ffn;
@@ -756,44 +756,4 @@ final class MlxOps implements Ops {
         };
     }
 
-    /**
-     * Per row t: p = softmax(logits[t·count …]) in double, the topK largest (of equal p the lower index; a NaN never
-     * before a number), in ascending expert order, with weights p (÷ Σ chosen p when renormalising).
-     */
-    static void route(float[] logits, int n, int count, int topK, boolean renormalize, int[] chosen, float[] weights) {
-        float[] p = new float[count];
-        boolean[] taken = new boolean[count];
-        int[] pick = new int[topK];
-        for (int t = 0; t < n; t++) {
-            int o = t * count;
-            float max = Float.NEGATIVE_INFINITY;
-            for (int e = 0; e < count; e++) max = Math.max(max, logits[o + e]);
-            double[] ex = new double[count];
-            double sum = 0;
-            for (int e = 0; e < count; e++) {
-                ex[e] = Math.exp((double) logits[o + e] - max);
-                sum += ex[e];
-            }
-            for (int e = 0; e < count; e++) {
-                p[e] = (float) (ex[e] / sum);
-                taken[e] = false;
-            }
-            for (int k = 0; k < topK; k++) {
-                int best = -1;
-                for (int e = 0; e < count; e++) {
-                    if (taken[e]) continue;
-                    if (best < 0 || p[e] > p[best] || (Float.isNaN(p[best]) && !Float.isNaN(p[e]))) best = e;
-                }
-                taken[best] = true;
-                pick[k] = best;
-            }
-            java.util.Arrays.sort(pick);
-            double total = 0;
-            for (int k = 0; k < topK; k++) total += p[pick[k]];
-            for (int k = 0; k < topK; k++) {
-                chosen[t * topK + k] = pick[k];
-                weights[t * topK + k] = renormalize ? (float) (p[pick[k]] / total) : p[pick[k]];
-            }
-        }
-    }
 }

@@ -75,26 +75,11 @@ class MlxBackendTest {
 
         /** One step: the logits of the chunk's last token (rolled back, and rethrown, when anything fails). */
         float[] step(Ops ops, KvStore kv, int[] chunk) {
-            Segment segment = new Segment(chunk, kv.length(), kv);
-            kv.begin(chunk.length);
-            try {
-                Activation hidden = arch.forward(ops, List.of(segment));
-                float[] logits = ops.logits(ops.rows(hidden, new int[] {chunk.length - 1}), arch.output())[0];
-                kv.prepareCommit();
-                kv.commit();
-                return logits;
-            } catch (RuntimeException | Error e) {
-                kv.rollback();
-                throw e;
-            }
+            return ModelSteps.step(arch, ops, kv, chunk);
         }
 
         float[] prefill(KvStore kv, int[] prompt, int chunk) {
-            float[] logits = null;
-            for (int i = 0; i < prompt.length; i += chunk) {
-                logits = step(backend.ops(), kv, Arrays.copyOfRange(prompt, i, Math.min(prompt.length, i + chunk)));
-            }
-            return logits;
+            return ModelSteps.prefill(arch, backend.ops(), kv, prompt, chunk);
         }
 
         /** Greedy ids after the prompt: {@code steps} of them, starting from the prompt's logits. */

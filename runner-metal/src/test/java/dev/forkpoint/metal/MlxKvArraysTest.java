@@ -60,20 +60,7 @@ class MlxKvArraysTest {
 
         /** One step, as the engine takes it (through runStep); rolled back and rethrown when anything fails. */
         float[] step(Ops ops, KvStore kv, int[] chunk) {
-            return backend.runStep(() -> {
-                Segment segment = new Segment(chunk, kv.length(), kv);
-                kv.begin(chunk.length);
-                try {
-                    Activation hidden = arch.forward(ops, List.of(segment));
-                    float[] logits = ops.logits(ops.rows(hidden, new int[] {chunk.length - 1}), arch.output())[0];
-                    kv.prepareCommit();
-                    kv.commit();
-                    return logits;
-                } catch (RuntimeException | Error e) {
-                    kv.rollback();
-                    throw e;
-                }
-            });
+            return backend.runStep(() -> ModelSteps.step(arch, ops, kv, chunk));
         }
 
         float[] step(KvStore kv, int[] chunk) {
