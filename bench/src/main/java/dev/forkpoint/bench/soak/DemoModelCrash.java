@@ -81,7 +81,7 @@ final class DemoModelCrash {
                         WatchKey key = watch.poll(20, java.util.concurrent.TimeUnit.MILLISECONDS);
                         if (key == null) continue;
                         for (WatchEvent<?> e : key.pollEvents()) {
-                            if (e.context() instanceof Path name && !name.toString().equals(DefaultModel.FILE_NAME)) mid = true;
+                            if (e.context() instanceof Path name && writeOfTheModel(dir, name)) mid = true;
                         }
                         key.reset();
                     }
@@ -94,7 +94,7 @@ final class DemoModelCrash {
                     WatchKey key = watch.poll();
                     if (key != null) {
                         for (WatchEvent<?> e : key.pollEvents()) {
-                            if (e.context() instanceof Path name && !name.toString().equals(DefaultModel.FILE_NAME) && Files.exists(dir.resolve(name))) mid = true;
+                            if (e.context() instanceof Path name && writeOfTheModel(dir, name) && Files.exists(dir.resolve(name))) mid = true;
                         }
                     }
                 }
@@ -151,11 +151,22 @@ final class DemoModelCrash {
         return sha.equals(refSha) ? "complete" : "CORRUPT: " + Files.size(file) + " bytes, sha256 " + sha + " (expected " + refSha + ")";
     }
 
-    /** Files in the cache folder other than the model file (temporaries of a write, and what kills left behind). */
+    /**
+     * Whether a new entry {@code name} of the cache folder belongs to the model's write: a file other than the model
+     * itself. Folders are the cache's other tenants (the compiled native kernels live in {@code native/}).
+     */
+    private static boolean writeOfTheModel(Path dir, Path name) {
+        return !name.toString().equals(DefaultModel.FILE_NAME) && !Files.isDirectory(dir.resolve(name));
+    }
+
+    /**
+     * Plain files in the cache folder other than the model file (temporaries of a write, and what kills left behind);
+     * folders are the cache's other tenants, not part of the model's write.
+     */
     static List<String> temporaries(Path dir, Path file) {
         if (!Files.isDirectory(dir)) return List.of();
         try (Stream<Path> s = Files.list(dir)) {
-            return s.filter(p -> !p.equals(file)).map(p -> p.getFileName().toString()).sorted().toList();
+            return s.filter(p -> !p.equals(file) && !Files.isDirectory(p)).map(p -> p.getFileName().toString()).sorted().toList();
         } catch (IOException e) {
             return List.of();
         }

@@ -59,33 +59,62 @@ final class NativeBuild {
         Path dir = cache.resolve("native").resolve(hash(sources + "\n" + compiler.get() + "\n" + version + "\n" + flags));
         Path library = dir.resolve(libraryName());
         if (Files.isRegularFile(library)) return new Outcome.Built(library, compiler.get());
+        Path work = null;
         try {
             Files.createDirectories(dir);
+            removeAbandonedBuilds(dir);
+            // each build writes its sources and its output in a folder of its own, so that concurrent JVMs never
+            // compile a half-written source of another, and a killed build leaves only that folder behind
+            work = Files.createTempDirectory(dir, BUILD_PREFIX);
             List<String> files = new ArrayList<>();
             for (var e : sources.entrySet()) {
-                Path c = dir.resolve(e.getKey());
+                Path c = work.resolve(e.getKey());
                 Files.writeString(c, e.getValue());
                 if (e.getKey().endsWith(".c")) files.add(c.toString());
             }
-            Path temporary = Files.createTempFile(dir, "build-", ".tmp");
+            Path output = work.resolve(libraryName());
             List<String> command = new ArrayList<>();
             command.add(compiler.get());
             command.addAll(flags);
-            command.addAll(List.of("-o", temporary.toString()));
+            command.addAll(List.of("-o", output.toString()));
             command.addAll(files);
-            StringBuilder output = new StringBuilder();
-            if (!succeeds(command, output)) {
-                Files.deleteIfExists(temporary);
-                return new Outcome.Unavailable(compiler.get() + " could not build the kernels: " + output.toString().strip());
+            StringBuilder log = new StringBuilder();
+            if (!succeeds(command, log)) {
+                return new Outcome.Unavailable(compiler.get() + " could not build the kernels: " + log.toString().strip());
             }
             try {
-                Files.move(temporary, library, StandardCopyOption.ATOMIC_MOVE);
+                Files.move(output, library, StandardCopyOption.ATOMIC_MOVE);
             } catch (AtomicMoveNotSupportedException e) {
-                Files.move(temporary, library, StandardCopyOption.REPLACE_EXISTING);
+                Files.move(output, library, StandardCopyOption.REPLACE_EXISTING);
             }
             return new Outcome.Built(library, compiler.get());
         } catch (IOException e) {
             return new Outcome.Unavailable("cannot build the kernels in " + dir + ": " + e.getMessage());
+        } finally {
+            if (work != null) deleteTree(work);
+        }
+    }
+
+    private static final String BUILD_PREFIX = "build-";
+    /** A build folder older than this was left by a killed JVM (a build takes seconds). */
+    private static final java.time.Duration ABANDONED = java.time.Duration.ofMinutes(10);
+
+    private static void removeAbandonedBuilds(Path dir) {
+        long before = System.currentTimeMillis() - ABANDONED.toMillis();
+        try (var entries = Files.list(dir)) {
+            for (Path p : entries.toList()) {
+                if (p.getFileName().toString().startsWith(BUILD_PREFIX) && Files.getLastModifiedTime(p).toMillis() < before) deleteTree(p);
+            }
+        } catch (IOException ignored) {
+            // a folder we cannot list or remove costs disk, not correctness: the next build uses a fresh one
+        }
+    }
+
+    private static void deleteTree(Path root) {
+        try (var walk = Files.walk(root)) {
+            for (Path p : walk.sorted(java.util.Comparator.reverseOrder()).toList()) Files.deleteIfExists(p);
+        } catch (IOException ignored) {
+            // see removeAbandonedBuilds
         }
     }
 
