@@ -57,6 +57,10 @@ final class ConcurrencyCommand implements Callable<Integer> {
     @Option(names = "--step-tokens", defaultValue = "512", description = "scheduler token budget per step (default: ${DEFAULT-VALUE})")
     int stepTokens;
 
+    @Option(names = "--step-ms", defaultValue = "0",
+            description = "scheduler time bound of a step with decoding streams; 0: twice the decode pass (default: ${DEFAULT-VALUE})")
+    int stepMillis;
+
     /** One request as a client saw it. */
     record Sample(long ttftNanos, long decodeNanos, int tokens) {}
 
@@ -84,7 +88,7 @@ final class ConcurrencyCommand implements Callable<Integer> {
         int sequences = (maxStreams + 2) * ((numCtx + 4095) / 4096);
         String system = PromptText.of(prefixTokens - 1, 7) + "\n";   // + BOS = prefixTokens tokens
         try (LoadedModel loaded = LoadedModel.load(model, threads, LoadProgress.NONE, EngineOptions.defaults().withSequences(sequences));
-             Scheduler scheduler = new Scheduler(loaded, SchedulerOptions.defaults().withParallel(maxStreams).withStepTokens(stepTokens))) {
+             Scheduler scheduler = new Scheduler(loaded, SchedulerOptions.defaults().withParallel(maxStreams).withStepTokens(stepTokens).withStepMillis(stepMillis))) {
             System.out.printf(Locale.ROOT, "model %s, %d threads, shared prefix %d tokens, user turn %d tokens, %d output tokens, %d samples per level%n",
                     model.getFileName(), threads, prefixTokens, userTokens, maxTokens, samples);
             run(scheduler, system, numCtx, 1, Math.min(2, samples), 1_000_000);   // warm-up: caches the shared prefix, JIT
@@ -101,7 +105,7 @@ final class ConcurrencyCommand implements Callable<Integer> {
             }
             if (levels.size() > 1) {
                 Level first = levels.getFirst(), last = levels.getLast();
-                System.out.printf(Locale.ROOT, "p95 TTFT ratio %d vs %d streams: %.2f (goal ≤ 2.0, alarm > 2.8); aggregate decode ratio: %.2f (goal ≥ 3.0)%n",
+                System.out.printf(Locale.ROOT, "p95 TTFT ratio %d vs %d streams: %.2f (goal ≤ 2.0, alarm > 2.8); aggregate decode ratio: %.2f (goal ≥ 2.5)%n",
                         last.concurrency(), first.concurrency(), percentile(last.ttftMillis(), 95) / percentile(first.ttftMillis(), 95),
                         last.aggregateDecodeTokensPerSecond() / first.aggregateDecodeTokensPerSecond());
             }

@@ -49,6 +49,15 @@ public interface Backend extends AutoCloseable {
         return step.get();
     }
 
+    /**
+     * Token rows one pass may hold, from any number of sequences, with each row's results exactly what they would be
+     * in a pass of its own: the scheduler mixes a prefill chunk into the decode pass only within this bound, so a
+     * sequence's tokens never depend on its neighbours. The default, 1, never mixes.
+     */
+    default int invariantRows() {
+        return 1;
+    }
+
     @Override
     void close();
 }

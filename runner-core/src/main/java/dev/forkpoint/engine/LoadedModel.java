@@ -385,10 +385,28 @@ public final class LoadedModel implements AutoCloseable {
      * The caller holds this model's lock. The step runs where the backend runs its ops ({@link Backend#runStep}).
      */
     float[][] evaluate(int[][] tokens, KvStore[] kvs, boolean wantLogits) {
+        boolean[] want = new boolean[kvs.length];
+        java.util.Arrays.fill(want, wantLogits);
+        return evaluate(tokens, kvs, want);
+    }
+
+    /** {@link #evaluate(int[][], KvStore[], boolean)} with the logits of sequence i computed only when wantLogits[i]. */
+    float[][] evaluate(int[][] tokens, KvStore[] kvs, boolean[] wantLogits) {
+        if (wantLogits.length != kvs.length || tokens.length != kvs.length) {
+            throw new IllegalArgumentException(tokens.length + " token lists, " + kvs.length + " stores, " + wantLogits.length + " logits flags");
+        }
         return backend.runStep(() -> evaluateHere(tokens, kvs, wantLogits));
     }
 
-    private float[][] evaluateHere(int[][] tokens, KvStore[] kvs, boolean wantLogits) {
+    /**
+     * Token rows one pass may mix from several sequences with each row's results as in a pass of its own
+     * ({@link Backend#invariantRows()}).
+     */
+    int invariantRows() {
+        return backend.invariantRows();
+    }
+
+    private float[][] evaluateHere(int[][] tokens, KvStore[] kvs, boolean[] wantLogits) {
         Ops o = ops;
         List<Segment> segments = new ArrayList<>(kvs.length);
         int opened = 0;
@@ -401,13 +419,16 @@ public final class LoadedModel implements AutoCloseable {
             }
             Activation hidden = architecture.forward(o, segments);
             float[][] logits = new float[kvs.length][];
-            if (wantLogits) {
-                int[] last = new int[kvs.length];
-                for (int i = 0, row = 0; i < kvs.length; i++) {
+            int wanted = 0;
+            for (boolean w : wantLogits) if (w) wanted++;
+            if (wanted > 0) {
+                int[] last = new int[wanted];
+                for (int i = 0, row = 0, k = 0; i < kvs.length; i++) {
                     row += tokens[i].length;
-                    last[i] = row - 1;
+                    if (wantLogits[i]) last[k++] = row - 1;
                 }
-                logits = o.logits(o.rows(hidden, last), architecture.output());
+                float[][] computed = o.logits(o.rows(hidden, last), architecture.output());
+                for (int i = 0, k = 0; i < kvs.length; i++) if (wantLogits[i]) logits[i] = computed[k++];
             }
             for (KvStore kv : kvs) kv.prepareCommit();   // all can commit, or none does
             for (KvStore kv : kvs) kv.commit();

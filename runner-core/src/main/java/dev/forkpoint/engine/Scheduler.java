@@ -21,11 +21,17 @@ import java.util.concurrent.atomic.AtomicLong;
  * the most tokens they may generate, plus a page for copy-on-write) fits the pages that are free after reserving the
  * worst case of the running ones, evicting unlocked cached prefixes as needed: no admitted generation can run out of
  * KV pages.</li>
- * <li>The decode tokens of all decoding sequences are evaluated in one forward pass (up to {@link #MAX_DECODE_ROWS}
- * rows a pass), each row attending to its own sequence's KV.</li>
- * <li>What is left of the step's token budget ({@code stepTokens} minus the decode rows) goes to prefill chunks of
- * admitted sequences in admission order, each its own pass of up to its num_batch tokens (fewer only when the budget
- * is smaller), so running streams keep flowing while a long prompt is prefilled.</li>
+ * <li>The decode tokens of all decoding sequences are evaluated together (up to {@link #MAX_DECODE_ROWS} rows a
+ * pass), each row attending to its own sequence's KV.</li>
+ * <li>Prefill chunks of admitted sequences, in admission order, get what is left of the step's token budget
+ * ({@code stepTokens} minus the decode rows), each up to its num_batch tokens. While streams decode, the budget is
+ * also bounded by time ({@link SchedulerOptions#stepMillis()}): the chunks are sized from the measured cost of passes
+ * ({@link StepCosts}) so that the step takes about that long, and the streams keep their inter-token latency while a
+ * long prompt is prefilled.</li>
+ * <li>When the backend computes mixed rows exactly as alone ({@link LoadedModel#invariantRows()}: the native CPU
+ * kernels, or up to 16 rows on the Java ones), the decode rows and every chunk go in one pass: the weights are read
+ * once for all of them, the decode rows ride along with the prefill almost free, and arrivals that collide share
+ * their prefill passes. Otherwise the decode rows are one pass and each chunk its own.</li>
  * </ol>
  * Every sequence's part of a pass is a KV step (begin, commit, or rollback of all of them when the pass throws); a
  * failed batched pass is retried one sequence at a time, and only the sequences that fail alone end with
@@ -50,6 +56,7 @@ public final class Scheduler implements AutoCloseable {
     private final List<Active> running = new ArrayList<>();      // the scheduler thread's only
     private final Thread worker;
     private final dev.forkpoint.RepeatedLog stepErrors = new dev.forkpoint.RepeatedLog(LOG, 60);
+    private final StepCosts costs = new StepCosts();   // the scheduler thread's only
     private final AtomicLong steps = new AtomicLong(), evaluated = new AtomicLong(), reused = new AtomicLong(), generated = new AtomicLong();
     private volatile int runningCount, livePages, reservedPages;
     private volatile boolean closed;
@@ -126,26 +133,56 @@ public final class Scheduler implements AutoCloseable {
         }
     }
 
-    /** One scheduler step: cancellations, admissions, one decode pass over every decoding sequence, prefill chunks. */
+    /**
+     * One scheduler step: cancellations, admissions, then the decode rows and the step's prefill chunks, in one pass
+     * when the backend computes mixed rows as if alone, else a decode pass and a pass per chunk.
+     */
     private void step() {
         for (Active a : List.copyOf(running)) {
             if (a.stream().isCancelled()) end(a, new GenerationCancelledException());
         }
         admit();
-        int budget = options.stepTokens();
-        List<Active> decoding = new ArrayList<>();
-        for (Active a : running) if (a.generation().decoding()) decoding.add(a);
-        for (int from = 0; from < decoding.size(); from += MAX_DECODE_ROWS) {
-            decode(decoding.subList(from, Math.min(decoding.size(), from + MAX_DECODE_ROWS)));
+        List<Active> decoding = new ArrayList<>(), prefilling = new ArrayList<>();
+        for (Active a : running) {
+            if (a.generation().decoding()) decoding.add(a);
+            else if (a.generation().prefilling()) prefilling.add(a);
         }
-        budget -= decoding.size();
-        for (Active a : List.copyOf(running)) {
+        int budget = options.stepTokens() - decoding.size();
+        if (!decoding.isEmpty() && !prefilling.isEmpty()) {
+            budget = Math.min(budget, costs.tokensWithin(stepBoundNanos(decoding.size()), decoding.size()));
+        }
+        List<Active> chunked = new ArrayList<>();
+        List<int[]> chunks = new ArrayList<>();
+        int rows = decoding.size();
+        for (Active a : prefilling) {
             if (budget <= 0) break;
-            if (a.generation().prefilling()) budget -= prefill(a, budget);
+            int[] chunk = a.generation().chunk(budget);
+            chunked.add(a);
+            chunks.add(chunk);
+            budget -= chunk.length;
+            rows += chunk.length;
+        }
+        if (!chunks.isEmpty() && decoding.size() <= MAX_DECODE_ROWS && rows <= model.invariantRows()) {
+            pass(decoding, chunked, chunks);
+        } else {
+            for (int from = 0; from < decoding.size(); from += MAX_DECODE_ROWS) {
+                pass(decoding.subList(from, Math.min(decoding.size(), from + MAX_DECODE_ROWS)), List.of(), List.of());
+            }
+            for (int i = 0; i < chunks.size(); i++) pass(List.of(), List.of(chunked.get(i)), List.of(chunks.get(i)));
         }
         publish();
     }
 
+    /**
+     * How long a step with {@code decodeRows} decoding streams may take: {@link SchedulerOptions#stepMillis()} when set
+     * (never below the decode pass itself), else twice the decode pass alone and at least
+     * {@link SchedulerOptions#MIN_AUTO_STEP_MILLIS}.
+     */
+    private long stepBoundNanos(int decodeRows) {
+        double decode = costs.estimate(decodeRows);
+        if (options.stepMillis() > 0) return (long) Math.max(options.stepMillis() * 1e6, decode);
+        return (long) Math.max(SchedulerOptions.MIN_AUTO_STEP_MILLIS * 1e6, 2 * decode);
+    }
     /** Starts waiting requests in order while a slot is free and their worst case fits the pages not reserved. */
     private void admit() {
         while (running.size() < options.parallel()) {
@@ -228,68 +265,70 @@ public final class Scheduler implements AutoCloseable {
         return Math.max(0, worst - g.pages());
     }
 
-    /** One pass over the decode tokens of {@code batch}; when it throws, each sequence is retried alone. */
-    private void decode(List<Active> batch) {
-        int n = batch.size();
+    /**
+     * One forward pass over the decode token of each of {@code decoding} and the prefill chunk of each of
+     * {@code prefilling}; when it throws and holds more than one sequence, each is retried in a pass of its own and
+     * only those that fail alone end.
+     */
+    private void pass(List<Active> decoding, List<Active> prefilling, List<int[]> chunks) {
+        int d = decoding.size(), n = d + prefilling.size();
         int[][] tokens = new int[n][];
         KvStore[] kvs = new KvStore[n];
+        boolean[] wantLogits = new boolean[n];
+        Active[] owner = new Active[n];
+        int rows = 0;
         for (int i = 0; i < n; i++) {
-            tokens[i] = new int[] {batch.get(i).generation().nextToken()};
-            kvs[i] = batch.get(i).generation().kv();
+            owner[i] = i < d ? decoding.get(i) : prefilling.get(i - d);
+            Generation g = owner[i].generation();
+            tokens[i] = i < d ? new int[] {g.nextToken()} : chunks.get(i - d);
+            kvs[i] = g.kv();
+            wantLogits[i] = i < d || g.completesPrompt(tokens[i].length);
+            rows += tokens[i].length;
         }
         float[][] logits;
         try {
             steps.incrementAndGet();
-            logits = model.evaluate(tokens, kvs, true);
+            long t0 = System.nanoTime();
+            logits = model.evaluate(tokens, kvs, wantLogits);
+            costs.record(rows, System.nanoTime() - t0);
         } catch (RuntimeException | Error e) {
             if (n == 1) {
-                end(batch.get(0), e);
+                end(owner[0], e);
                 return;
             }
-            stepErrors.log(System.Logger.Level.WARNING, "decode", "a decode pass over " + n + " sequences failed (" + e + "); retrying each alone", null);
+            stepErrors.log(System.Logger.Level.WARNING, "pass", "a pass over " + n + " sequences failed (" + e + "); retrying each alone", null);
             for (int i = 0; i < n; i++) {
                 float[] l;
                 try {
                     steps.incrementAndGet();
-                    l = model.evaluate(new int[][] {tokens[i]}, new KvStore[] {kvs[i]}, true)[0];
+                    l = model.evaluate(new int[][] {tokens[i]}, new KvStore[] {kvs[i]}, new boolean[] {wantLogits[i]})[0];
                 } catch (RuntimeException | Error alone) {
-                    end(batch.get(i), alone);
+                    end(owner[i], alone);
                     continue;
                 }
-                decoded(batch.get(i), l);
+                evaluated(owner[i], i < d, tokens[i].length, l);
             }
             return;
         }
-        for (int i = 0; i < n; i++) decoded(batch.get(i), logits[i]);
+        for (int i = 0; i < n; i++) evaluated(owner[i], i < d, tokens[i].length, logits[i]);
     }
 
-    private void decoded(Active a, float[] logits) {
-        int before = a.generation().generated();
-        try {
-            a.generation().decoded(logits);
-            generated.addAndGet(a.generation().generated() - before);
-            if (a.generation().done()) complete(a);
-        } catch (RuntimeException | Error e) {
-            end(a, e);
-        }
-    }
-
-    /** Evaluates a's next prefill chunk (at most {@code budget} tokens) as its own pass; returns the tokens evaluated. */
-    private int prefill(Active a, int budget) {
+    /** a's decode token ({@code decode}) or prefill chunk of {@code length} tokens was committed, with these logits. */
+    private void evaluated(Active a, boolean decode, int length, float[] logits) {
         Generation g = a.generation();
-        int[] chunk = g.chunk(budget);
         int before = g.generated();
         try {
-            steps.incrementAndGet();
-            float[] logits = model.evaluate(new int[][] {chunk}, new KvStore[] {g.kv()}, g.completesPrompt(chunk.length))[0];
-            evaluated.addAndGet(chunk.length);
-            g.prefilled(chunk.length, logits);
+            if (decode) {
+                g.decoded(logits);
+            } else {
+                evaluated.addAndGet(length);
+                g.prefilled(length, logits);
+            }
             generated.addAndGet(g.generated() - before);
             if (g.done()) complete(a);
         } catch (RuntimeException | Error e) {
             end(a, e);
         }
-        return chunk.length;
     }
 
     /** A generation ended normally: its tokens go into the cache, its pages are released, then Done is sent. */

@@ -9,26 +9,35 @@ import dev.forkpoint.InvalidInputException;
  * @param queueLimit requests waiting beyond the running ones at most; one more is refused with {@link QueueFullException}
  * @param stepTokens the token budget of one step: the decode tokens of all running sequences plus prefill chunks of
  *                   the others, so running streams keep flowing while a long prompt is prefilled. A prefill chunk
- *                   is never split below the request's own num_batch unless the budget is smaller.
+ *                   is never split below the request's own num_batch unless the budget (this, or the time bound) is smaller.
+ * @param stepMillis the time bound of a step that has decoding streams: its prefill share is sized (from the measured
+ *                   cost of passes) so that the step takes about this long at most, which bounds the streams'
+ *                   inter-token latency while a long prompt is prefilled. 0 (the default) means twice the decode pass
+ *                   alone, and at least {@link #MIN_AUTO_STEP_MILLIS} ms: the streams run at half speed or better.
  */
-public record SchedulerOptions(int parallel, int queueLimit, int stepTokens) {
+public record SchedulerOptions(int parallel, int queueLimit, int stepTokens, int stepMillis) {
     public static final int DEFAULT_PARALLEL = 4;
     public static final int DEFAULT_QUEUE_LIMIT = 512;
     public static final int DEFAULT_STEP_TOKENS = 512;
+    /** The automatic step bound never goes below this: shorter steps are not a latency anyone sees. */
+    public static final int MIN_AUTO_STEP_MILLIS = 20;
 
     public SchedulerOptions {
         if (parallel < 1) throw new InvalidInputException("parallel must be at least 1, got " + parallel);
         if (queueLimit < 0) throw new InvalidInputException("queue limit must be >= 0, got " + queueLimit);
         if (stepTokens < 1) throw new InvalidInputException("step tokens must be at least 1, got " + stepTokens);
+        if (stepMillis < 0) throw new InvalidInputException("step milliseconds must be >= 0 (0: automatic), got " + stepMillis);
     }
 
     public static SchedulerOptions defaults() {
-        return new SchedulerOptions(DEFAULT_PARALLEL, DEFAULT_QUEUE_LIMIT, DEFAULT_STEP_TOKENS);
+        return new SchedulerOptions(DEFAULT_PARALLEL, DEFAULT_QUEUE_LIMIT, DEFAULT_STEP_TOKENS, 0);
     }
 
-    public SchedulerOptions withParallel(int n) { return new SchedulerOptions(n, queueLimit, stepTokens); }
+    public SchedulerOptions withParallel(int n) { return new SchedulerOptions(n, queueLimit, stepTokens, stepMillis); }
 
-    public SchedulerOptions withQueueLimit(int n) { return new SchedulerOptions(parallel, n, stepTokens); }
+    public SchedulerOptions withQueueLimit(int n) { return new SchedulerOptions(parallel, n, stepTokens, stepMillis); }
 
-    public SchedulerOptions withStepTokens(int n) { return new SchedulerOptions(parallel, queueLimit, n); }
+    public SchedulerOptions withStepTokens(int n) { return new SchedulerOptions(parallel, queueLimit, n, stepMillis); }
+
+    public SchedulerOptions withStepMillis(int ms) { return new SchedulerOptions(parallel, queueLimit, stepTokens, ms); }
 }

@@ -64,9 +64,24 @@ final class FaultyOps extends ForwardingOps {
      */
     void failWhen(Predicate<Segment> condition) { this.condition = condition; }
 
+    private volatile long passNanos, rowNanos;
+
+    /**
+     * From now on, every forward pass takes at least {@code perPass + perRow · rows} longer (slept at layer 0): a model
+     * whose pass costs the test controls, far above the real ones of the tiny test models. (0, 0) stops it.
+     */
+    void slowDown(java.time.Duration perPass, java.time.Duration perRow) {
+        passNanos = perPass.toNanos();
+        rowNanos = perRow.toNanos();
+    }
+
     public Activation attention(Activation q, Activation k, Activation v, List<Segment> segments, int layer,
                                 int heads, int kvHeads, int headDim) {
         attentionCalls++;
+        if (layer == 0 && (passNanos > 0 || rowNanos > 0)) {
+            long until = System.nanoTime() + passNanos + rowNanos * Segment.rows(segments);
+            for (long left; (left = until - System.nanoTime()) > 0; ) java.util.concurrent.locks.LockSupport.parkNanos(left);
+        }
         int startPos = segments.get(0).startPos();
         if (recording && layer == 0) {
             passes.add(segments.stream().map(s -> new SegmentSeen(s.kv(), s.startPos(), s.tokens().length)).toList());

@@ -207,7 +207,7 @@ class SchedulerTest {
     }
 
     @Test
-    void aLongPromptIsPrefilledInBudgetSizedChunksBetweenDecodeSteps() throws Exception {
+    void aLongPromptIsPrefilledInBudgetSizedChunksMixedIntoTheDecodeSteps() throws Exception {
         int stepTokens = 8;
         try (Scheduler s = new Scheduler(model, SchedulerOptions.defaults().withParallel(2).withStepTokens(stepTokens))) {
             GenerationStream decoding = s.submit(request("keeps decoding", 3000, "chunks"));
@@ -228,8 +228,11 @@ class SchedulerTest {
                     if (seg.kv() != longKv) {
                         assertEquals(1, seg.tokens(), "the other stream only decodes");
                         decodePassesSinceChunk++;
-                    } else if (seg.startPos() < 61) {   // a prefill chunk of the long prompt, in a pass of its own
-                        assertEquals(1, pass.size());
+                    } else if (seg.startPos() < 61) {
+                        // a prefill chunk of the long prompt, in the decoding stream's pass: 8 rows at most, which the
+                        // Java decode kernels compute exactly as alone, so the scheduler mixes them
+                        assertEquals(2, pass.size(), "the chunk rides in the decode pass");
+                        assertEquals(1, pass.getFirst().tokens(), "the decode row comes first");
                         assertEquals(expectedStart, seg.startPos(), "chunks are contiguous");
                         assertTrue(seg.tokens() <= stepTokens - 1, "a chunk within the budget left by one decode row: " + seg.tokens());
                         if (chunks > 0) assertTrue(decodePassesSinceChunk > 0, "the decoding stream advanced between chunks " + chunks + " and " + (chunks + 1));
@@ -243,6 +246,54 @@ class SchedulerTest {
             assertEquals((61 + stepTokens - 2) / (stepTokens - 1), chunks);
             assertTrue(passes.stream().anyMatch(p -> p.size() == 2), "once prefilled, both decode in one pass");
         } finally {
+            faults.record(false);
+        }
+    }
+
+    @Test
+    void whileAStreamDecodesAPrefillGetsTheStepTimeLeftAndAloneTheWholeBudget() throws Exception {
+        // passes cost 4 ms + 2 ms a row: a step bound of 20 ms leaves room for about (20 - 6) / 2 = 7 prefill tokens
+        // beside one decode row, where the token budget alone (512) would take the whole prompt at once
+        try (Scheduler s = new Scheduler(model, SchedulerOptions.defaults().withParallel(2).withStepMillis(20))) {
+            faults.slowDown(Duration.ofMillis(4), Duration.ofMillis(2));
+            GenerationStream decoding = s.submit(request("keeps decoding while timed", 3000, "timed"));
+            while (!(decoding.poll(Duration.ofSeconds(60)) instanceof GenerationEvent.Text)) { /* until it streams */ }
+            faults.record(true);
+            String longPrompt = SyntheticLlama.text(120, 21);
+            GenerationResult r = done(events(s.submit(request(longPrompt, 2, "timed long"))));
+            faults.record(false);
+            decoding.cancel();
+            events(decoding);
+            int promptTokens = r.evaluatedPromptTokens();
+            assertTrue(promptTokens > 100, "prompt tokens " + promptTokens);
+
+            List<Integer> chunks = new ArrayList<>();
+            Object longKv = null;
+            for (List<FaultyOps.SegmentSeen> pass : faults.passes()) {
+                for (FaultyOps.SegmentSeen seg : pass) {
+                    if (seg.tokens() > 1 || (longKv != null && seg.kv() == longKv && seg.startPos() < promptTokens)) {
+                        longKv = seg.kv();
+                        if (seg.startPos() < promptTokens) chunks.add(seg.tokens());
+                    }
+                }
+            }
+            assertEquals(promptTokens, chunks.stream().mapToInt(Integer::intValue).sum(), "chunks " + chunks);
+            // the first chunks teach the costs (StepCosts.FIRST_CHUNK while unknown); after that the bound holds (the
+            // last chunk is what the prompt had left)
+            List<Integer> bounded = chunks.subList(Math.min(chunks.size(), 3), Math.max(Math.min(chunks.size(), 3), chunks.size() - 1));
+            assertFalse(bounded.isEmpty(), "chunks " + chunks);
+            for (int c : bounded) {
+                assertTrue(c >= StepCosts.MIN_CHUNK && c <= 12, "a chunk sized by the 20 ms bound: " + c + " of " + chunks);
+            }
+
+            // alone, the same prompt is prefilled in one pass: no stream waits for it
+            faults.record(true);
+            GenerationResult alone = done(events(s.submit(request(longPrompt, 2, "timed alone"))));
+            faults.record(false);
+            assertEquals(promptTokens, alone.evaluatedPromptTokens());
+            assertEquals(promptTokens, faults.passes().getFirst().getFirst().tokens(), "one chunk of the whole prompt");
+        } finally {
+            faults.slowDown(Duration.ZERO, Duration.ZERO);
             faults.record(false);
         }
     }

@@ -24,6 +24,7 @@ public final class CpuBackend implements Backend {
     private final WorkerPool pool;
     private final CpuOps ops;
     private final NativeKernels nativeKernels;   // null: the Java kernels only
+    private volatile int invariantRows = Integer.MAX_VALUE;   // the least of the matrices made so far
 
     /** A backend with {@code threads} threads on the Java kernels. */
     public CpuBackend(int threads) {
@@ -63,18 +64,31 @@ public final class CpuBackend implements Backend {
         if (t.shape().length == 1) {
             return new CpuWeight(t.name(), t.type().name(), 1, t.rowLength(), null, vectorValues(t));
         }
-        PackedMatrix m = PackedMatrix.of(t, nativeKernels);
-        return new CpuWeight(t.name(), t.type().name(), m.rows(), m.cols(), m, null);
+        return matrix(t.name(), t.type().name(), PackedMatrix.of(t, nativeKernels), null);
     }
 
-    private static Weight affine(AffineTensor t) {
+    private Weight affine(AffineTensor t) {
         AffineMatrix m = new AffineMatrix(t);
-        return new CpuWeight(t.name(), m.typeName(), m.rows(), m.cols(), m, null);
+        return matrix(t.name(), m.typeName(), m, null);
     }
 
-    private static Weight fp(FpTensor t) {
+    private Weight fp(FpTensor t) {
         FpMatrix m = new FpMatrix(t);
-        return new CpuWeight(t.name(), m.typeName(), m.rows(), m.cols(), m, null);
+        return matrix(t.name(), m.typeName(), m, null);
+    }
+
+    private Weight matrix(String name, String type, PackedMatrix m, float[] vector) {
+        invariantRows = Math.min(invariantRows, m.invariantTokens());
+        return new CpuWeight(name, type, m.rows(), m.cols(), m, vector);
+    }
+
+    /**
+     * The least {@link PackedMatrix#invariantTokens()} of the matrices made so far: any number of rows when every
+     * matrix multiplies on the native kernels, the Java decode kernels' 16 otherwise.
+     */
+    @Override
+    public int invariantRows() {
+        return invariantRows;
     }
 
     private static float[] vectorValues(GgmlTensor t) {
@@ -91,20 +105,17 @@ public final class CpuBackend implements Backend {
         return new CpuKvStore(sequence, recurrent);
     }
 
-    private static Weight host(String name, float[] values, int rows, int cols) {
+    private Weight host(String name, float[] values, int rows, int cols) {
         if (values.length != (long) rows * cols) throw new IllegalArgumentException(name + ": " + values.length + " values for " + rows + "×" + cols);
         float[] copy = values.clone();
-        PackedMatrix matrix = new F32Matrix(MemorySegment.ofArray(copy), rows, cols);
-        return new CpuWeight(name, "F32", rows, cols, matrix, rows == 1 ? copy : null);   // one row: a vector and a 1-row matrix
+        if (rows == 1) {   // one row: a vector and a 1-row matrix (multiplied by nothing the scheduler batches)
+            return new CpuWeight(name, "F32", rows, cols, new F32Matrix(MemorySegment.ofArray(copy), rows, cols), copy);
+        }
+        return matrix(name, "F32", new F32Matrix(MemorySegment.ofArray(copy), rows, cols), null);
     }
 
     public Ops ops() { return ops; }
 
-    /**
-     * Weight bytes read by the CPU mixture-of-experts blocks of this JVM so far (router rows plus the chosen experts'
-     * gate, up and down rows, each at its type's bytes per row): a benchmark's check that decode reads only the
-     * chosen experts. Summed over every backend instance and thread.
-     */
     /** What the kernels run with here, for {@code forkpoint doctor}: "Java Vector API, 512-bit float vectors (16 lanes)". */
     public static String kernels() {
         return "Java Vector API, " + KernelSupport.F.vectorBitSize() + "-bit float vectors (" + KernelSupport.L + " lanes)";
@@ -125,6 +136,11 @@ public final class CpuBackend implements Backend {
         return "java only: " + library;
     }
 
+    /**
+     * Weight bytes read by the CPU mixture-of-experts blocks of this JVM so far (router rows plus the chosen experts'
+     * gate, up and down rows, each at its type's bytes per row): a benchmark's check that decode reads only the
+     * chosen experts. Summed over every backend instance and thread.
+     */
     public static long moeWeightBytesRead() { return CpuMoe.weightBytesRead(); }
 
     public void close() { pool.close(); }

@@ -35,6 +35,15 @@ public interface PackedMatrix {
     void multiplyRows(int firstRow, int rowCount, float[] x, int n, float[] out, WorkerPool pool);
 
     /**
+     * The token counts n up to which a token's results do not depend on n (nor on the other tokens): the decode
+     * kernels' {@link KernelSupport#DECODE_MAX_ROWS} for the Java kernels (above it the prefill GEMM rounds
+     * differently), any n for the native ones.
+     */
+    default int invariantTokens() {
+        return KernelSupport.DECODE_MAX_ROWS;
+    }
+
+    /**
      * The bytes one row occupies in the weight's storage, per-block and per-group scales (and biases) included: what
      * multiplying that row reads from the weights.
      */
