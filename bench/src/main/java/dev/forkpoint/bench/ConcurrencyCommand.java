@@ -58,15 +58,17 @@ final class ConcurrencyCommand implements Callable<Integer> {
     int stepTokens;
 
     @Option(names = "--step-ms", defaultValue = "0",
-            description = "scheduler time bound of a step with decoding streams; 0: twice the decode pass (default: ${DEFAULT-VALUE})")
+            description = "scheduler time bound of a step with decoding streams; 0: twice the decode pass, -1: none (default: ${DEFAULT-VALUE})")
     int stepMillis;
 
     /** One request as a client saw it. */
-    record Sample(long ttftNanos, long decodeNanos, int tokens) {}
+    record Sample(long ttftNanos, long decodeNanos, int tokens, double[] gapsMillis) {}
 
     /** One concurrency level. */
     record Level(int concurrency, List<Sample> samples, long wallNanos) {
         double[] ttftMillis() { return samples.stream().mapToDouble(s -> s.ttftNanos() / 1e6).toArray(); }
+        /** Every gap between two text events of one stream (the inter-token latency a reader sees). */
+        double[] gapsMillis() { return samples.stream().flatMapToDouble(s -> Arrays.stream(s.gapsMillis())).toArray(); }
         double aggregateTokensPerSecond() { return samples.stream().mapToInt(Sample::tokens).sum() * 1e9 / wallNanos; }
         /** Decode throughput of all streams together: the median stream's decode rate times the streams. */
         double aggregateDecodeTokensPerSecond() { return Summary.of(streamDecodeTokensPerSecond()).median() * concurrency; }
@@ -98,8 +100,10 @@ final class ConcurrencyCommand implements Callable<Integer> {
                 Level level = run(scheduler, system, numCtx, c, samples, seedBase += 10_000);
                 levels.add(level);
                 Summary ttft = Summary.of(level.ttftMillis());
-                System.out.printf(Locale.ROOT, "concurrency %d: TTFT p50 %.0f ms p95 %.0f ms (min %.0f max %.0f); stream decode %.2f tok/s (median), aggregate decode %.2f tok/s; all output over wall time %.2f tok/s%n",
+                double[] gaps = level.gapsMillis();
+                System.out.printf(Locale.ROOT, "concurrency %d: TTFT p50 %.0f ms p95 %.0f ms (min %.0f max %.0f); inter-token p50 %.0f ms p95 %.0f ms max %.0f ms; stream decode %.2f tok/s (median), aggregate decode %.2f tok/s; all output over wall time %.2f tok/s%n",
                         c, ttft.median(), percentile(level.ttftMillis(), 95), ttft.min(), ttft.max(),
+                        gaps.length == 0 ? 0 : percentile(gaps, 50), gaps.length == 0 ? 0 : percentile(gaps, 95), gaps.length == 0 ? 0 : Arrays.stream(gaps).max().orElse(0),
                         Summary.of(level.streamDecodeTokensPerSecond()).median(), level.aggregateDecodeTokensPerSecond(),
                         level.aggregateTokensPerSecond());
             }
@@ -143,12 +147,15 @@ final class ConcurrencyCommand implements Callable<Integer> {
         long submitted = System.nanoTime();
         long first = 0, lastText = 0;
         int tokens = 0;
+        List<Double> gaps = new ArrayList<>();
         try (GenerationStream stream = scheduler.submit(request)) {
             for (GenerationEvent e; (e = stream.next()) != null; ) {
                 switch (e) {
                     case GenerationEvent.Text t -> {
-                        lastText = System.nanoTime();
-                        if (first == 0) first = lastText;
+                        long now = System.nanoTime();
+                        if (first == 0) first = now;
+                        else gaps.add((now - lastText) / 1e6);
+                        lastText = now;
                     }
                     case GenerationEvent.Done d -> tokens = d.result().generatedIds().length;
                     case GenerationEvent.Failed f -> throw f.error();
@@ -156,7 +163,7 @@ final class ConcurrencyCommand implements Callable<Integer> {
                 }
             }
         }
-        return new Sample(first - submitted, lastText - first, tokens);
+        return new Sample(first - submitted, lastText - first, tokens, gaps.stream().mapToDouble(Double::doubleValue).toArray());
     }
 
     /** Nearest-rank percentile (the smallest value with at least p % of the values at or below it). */

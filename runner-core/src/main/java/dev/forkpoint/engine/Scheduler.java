@@ -148,7 +148,7 @@ public final class Scheduler implements AutoCloseable {
             else if (a.generation().prefilling()) prefilling.add(a);
         }
         int budget = options.stepTokens() - decoding.size();
-        if (!decoding.isEmpty() && !prefilling.isEmpty()) {
+        if (!decoding.isEmpty() && !prefilling.isEmpty() && options.stepMillis() != SchedulerOptions.UNBOUNDED) {
             budget = Math.min(budget, costs.tokensWithin(stepBoundNanos(decoding.size()), decoding.size()));
         }
         List<Active> chunked = new ArrayList<>();

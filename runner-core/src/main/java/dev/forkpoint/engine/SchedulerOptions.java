@@ -14,6 +14,7 @@ import dev.forkpoint.InvalidInputException;
  *                   cost of passes) so that the step takes about this long at most, which bounds the streams'
  *                   inter-token latency while a long prompt is prefilled. 0 (the default) means twice the decode pass
  *                   alone, and at least {@link #MIN_AUTO_STEP_MILLIS} ms: the streams run at half speed or better.
+ *                   {@link #UNBOUNDED} (−1): no time bound, only the token budget.
  */
 public record SchedulerOptions(int parallel, int queueLimit, int stepTokens, int stepMillis) {
     public static final int DEFAULT_PARALLEL = 4;
@@ -21,12 +22,16 @@ public record SchedulerOptions(int parallel, int queueLimit, int stepTokens, int
     public static final int DEFAULT_STEP_TOKENS = 512;
     /** The automatic step bound never goes below this: shorter steps are not a latency anyone sees. */
     public static final int MIN_AUTO_STEP_MILLIS = 20;
+    /** {@link #stepMillis()}: no time bound (prefill chunks as large as the token budget and num_batch allow). */
+    public static final int UNBOUNDED = -1;
 
     public SchedulerOptions {
         if (parallel < 1) throw new InvalidInputException("parallel must be at least 1, got " + parallel);
         if (queueLimit < 0) throw new InvalidInputException("queue limit must be >= 0, got " + queueLimit);
         if (stepTokens < 1) throw new InvalidInputException("step tokens must be at least 1, got " + stepTokens);
-        if (stepMillis < 0) throw new InvalidInputException("step milliseconds must be >= 0 (0: automatic), got " + stepMillis);
+        if (stepMillis < UNBOUNDED) {
+            throw new InvalidInputException("step milliseconds must be >= 0 (0: automatic) or -1 (unbounded), got " + stepMillis);
+        }
     }
 
     public static SchedulerOptions defaults() {

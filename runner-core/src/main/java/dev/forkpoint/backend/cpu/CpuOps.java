@@ -143,7 +143,6 @@ final class CpuOps implements Ops {
         for (int s = 0; s < n; s++) stores[s] = checkedStore(segments.get(s), layer, kvDim);
         // every segment's K/V first (a failing check above leaves every store untouched), then the reads
         int[] segmentOf = new int[tokens], positionOf = new int[tokens];
-        int maxLen = 0;
         for (int s = 0, row = 0; s < n; s++) {
             Segment seg = segments.get(s);
             for (int i = 0; i < seg.tokens().length; i++, row++) {
@@ -151,34 +150,22 @@ final class CpuOps implements Ops {
                 segmentOf[row] = s;
                 positionOf[row] = seg.startPos() + i;
             }
-            maxLen = Math.max(maxLen, seg.startPos() + seg.tokens().length);
         }
-        MemorySegment[][] keys = new MemorySegment[n][], values = new MemorySegment[n][];
+        CpuAttention.Keys[] perSegment = new CpuAttention.Keys[n];
         for (int s = 0; s < n; s++) {
             Segment seg = segments.get(s);
             int pages = (seg.startPos() + seg.tokens().length + stores[s].pageTokens() - 1) / stores[s].pageTokens();
-            keys[s] = stores[s].slabs(layer, KvKind.KEY, pages);
-            values[s] = stores[s].slabs(layer, KvKind.VALUE, pages);
+            perSegment[s] = new CpuAttention.Keys(stores[s].slabs(layer, KvKind.KEY, pages), stores[s].slabs(layer, KvKind.VALUE, pages),
+                    stores[s].pageTokens(), stores[s].elementType());
+        }
+        CpuAttention.Keys[] rows = new CpuAttention.Keys[tokens];
+        int[] length = new int[tokens];
+        for (int t = 0; t < tokens; t++) {
+            rows[t] = perSegment[segmentOf[t]];
+            length[t] = positionOf[t] + 1;
         }
         float[] out = new float[tokens * heads * headDim];
-        int group = heads / kvHeads;
-        float scale = (float) (1.0 / Math.sqrt(headDim));
-        int scoreLength = maxLen;
-        pool.runRanges(tokens * heads, pool.threads() * 4, (from, to) -> {
-            float[] scores = new float[scoreLength];
-            for (int task = from; task < to; task++) {
-                int t = task / heads, h = task % heads;
-                int off = (t * heads + h) * headDim;
-                CpuKvStore store = stores[segmentOf[t]];
-                if (store.elementType() == KvElementType.F16) {
-                    attendOneF16(qa.data(), off, keys[segmentOf[t]], values[segmentOf[t]], store.pageTokens(), kvDim, (h / group) * headDim,
-                            positionOf[t] + 1, headDim, scale, scores, out, off);
-                } else {
-                    attendOne(qa.data(), off, keys[segmentOf[t]], values[segmentOf[t]], store.pageTokens(), kvDim, (h / group) * headDim,
-                            positionOf[t] + 1, headDim, scale, scores, out, off);
-                }
-            }
-        });
+        new CpuAttention(heads, kvHeads, headDim).attend(qa.data(), rows, length, out, pool);
         return new CpuActivation(out, tokens, heads * headDim);
     }
 
@@ -191,93 +178,6 @@ final class CpuOps implements Ops {
         if (layer < 0 || layer >= store.layers()) throw new IndexOutOfBoundsException("layer " + layer + " outside [0, " + store.layers() + ")");
         seg.requireOpenStep("attention");
         return store;
-    }
-
-    /**
-     * Softmax(q·Kᵀ·scale) · V over positions [0, len) for one query head, reading F32 pages: position p is row
-     * {@code p % pageTokens} (of kvDim floats) of slab {@code p / pageTokens}; the head's part starts at headOff.
-     */
-    private static void attendOne(float[] q, int qOff, MemorySegment[] keys, MemorySegment[] values, int pageTokens,
-                                  int kvDim, int headOff, int len, int headDim, float scale, float[] scores, float[] out, int outOff) {
-        long rowBytes = (long) kvDim * Float.BYTES;
-        long headBytes = (long) headOff * Float.BYTES;
-        float max = Float.NEGATIVE_INFINITY;
-        for (int page = 0, p = 0; p < len; page++) {
-            MemorySegment slab = keys[page];
-            long off = headBytes;
-            for (int end = Math.min(len, p + pageTokens); p < end; p++, off += rowBytes) {
-                float s = dot(q, qOff, slab, off, headDim) * scale;
-                scores[p] = s;
-                if (s > max) max = s;
-            }
-        }
-        float inv = 1 / softmaxNumerators(scores, len, max);
-        for (int page = 0, p = 0; p < len; page++) {
-            MemorySegment slab = values[page];
-            long off = headBytes;
-            for (int end = Math.min(len, p + pageTokens); p < end; p++, off += rowBytes) {
-                axpy(scores[p] * inv, slab, off, out, outOff, headDim);
-            }
-        }
-    }
-
-    /** {@link #attendOne} over F16 pages (IEEE binary16 elements, converted one by one). */
-    private static void attendOneF16(float[] q, int qOff, MemorySegment[] keys, MemorySegment[] values, int pageTokens,
-                                     int kvDim, int headOff, int len, int headDim, float scale, float[] scores, float[] out, int outOff) {
-        long rowBytes = (long) kvDim * Short.BYTES;
-        long headBytes = (long) headOff * Short.BYTES;
-        float max = Float.NEGATIVE_INFINITY;
-        for (int page = 0, p = 0; p < len; page++) {
-            MemorySegment slab = keys[page];
-            long off = headBytes;
-            for (int end = Math.min(len, p + pageTokens); p < end; p++, off += rowBytes) {
-                float s = 0;
-                for (int i = 0; i < headDim; i++) s += q[qOff + i] * Float.float16ToFloat(slab.get(ValueLayout.JAVA_SHORT, off + 2L * i));
-                s *= scale;
-                scores[p] = s;
-                if (s > max) max = s;
-            }
-        }
-        float inv = 1 / softmaxNumerators(scores, len, max);
-        for (int page = 0, p = 0; p < len; page++) {
-            MemorySegment slab = values[page];
-            long off = headBytes;
-            for (int end = Math.min(len, p + pageTokens); p < end; p++, off += rowBytes) {
-                float w = scores[p] * inv;
-                for (int i = 0; i < headDim; i++) out[outOff + i] += w * Float.float16ToFloat(slab.get(ValueLayout.JAVA_SHORT, off + 2L * i));
-            }
-        }
-    }
-
-    /** Replaces scores[0, len) by exp(score − max) and returns their sum. */
-    private static float softmaxNumerators(float[] scores, int len, float max) {
-        float sum = 0;
-        for (int p = 0; p < len; p++) {
-            float e = (float) Math.exp(scores[p] - max);
-            scores[p] = e;
-            sum += e;
-        }
-        return sum;
-    }
-
-    private static float dot(float[] a, int aOff, MemorySegment b, long bOff, int n) {
-        int i = 0;
-        FloatVector acc = FloatVector.zero(S);
-        for (int bound = S.loopBound(n); i < bound; i += S.length()) {
-            acc = FloatVector.fromArray(S, a, aOff + i).fma(FloatVector.fromMemorySegment(S, b, bOff + (long) i * Float.BYTES, NATIVE), acc);
-        }
-        float s = inLaneOrder(acc);
-        for (; i < n; i++) s += a[aOff + i] * b.get(ValueLayout.JAVA_FLOAT, bOff + (long) i * Float.BYTES);
-        return s;
-    }
-
-    private static void axpy(float alpha, MemorySegment x, long xOff, float[] y, int yOff, int n) {
-        int i = 0;
-        FloatVector a = FloatVector.broadcast(S, alpha);
-        for (int bound = S.loopBound(n); i < bound; i += S.length()) {
-            FloatVector.fromMemorySegment(S, x, xOff + (long) i * Float.BYTES, NATIVE).fma(a, FloatVector.fromArray(S, y, yOff + i)).intoArray(y, yOff + i);
-        }
-        for (; i < n; i++) y[yOff + i] += alpha * x.get(ValueLayout.JAVA_FLOAT, xOff + (long) i * Float.BYTES);
     }
 
     public Activation swiglu(Activation gate, Activation up) {
