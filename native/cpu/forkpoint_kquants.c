@@ -157,6 +157,34 @@ FP_EXPORT void fp_q6_k_rows_c(const uint8_t* w, int32_t blocks, int32_t rows, co
  * Q4_K ≤ 2·15·128, Q6_K ≤ 2·63·128 < 2^15) and vpmaddwd by the scales (int16 pairs to int32, exact).
  */
 
+/* Q4_K's 8 scales (bytes 0–7) and 8 mins (bytes 8–15, as one 64-bit word each), from the 12 scale bytes: the byte-wise
+ * rule of q4k_scales on 32-bit words. */
+__attribute__((target("avx2,fma,f16c")))
+static inline __m128i q4k_scales_x86(const uint8_t* s) {
+    uint32_t a, b, c;
+    memcpy(&a, s, 4);
+    memcpy(&b, s + 4, 4);
+    memcpy(&c, s + 8, 4);
+    uint32_t sc_hi = (c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u), m_hi = ((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u);
+    return _mm_setr_epi32((int)(a & 0x3f3f3f3fu), (int)sc_hi, (int)(b & 0x3f3f3f3fu), (int)m_hi);
+}
+
+/* Byte indices of vpshufb that spread int16 lane j of a 128-bit register to all 8 lanes (low half: lane 2j' for the
+ * scale vector j' of Q6_K's AVX2 kernel, high half: lane 2j'+1; Q4_K uses the row of 2j for both halves). */
+static const uint8_t FP_SPREAD16[8][16] = {
+    {0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1}, {2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3},
+    {4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5}, {6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7},
+    {8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9}, {10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11},
+    {12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13}, {14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15},
+};
+
+/* int16 lane i of v (i < 8) in every lane of one half and lane k in every lane of the other: (lo, hi) = (i, k). */
+__attribute__((target("avx2,fma,f16c")))
+static inline __m256i spread16(__m256i v, int i, int k) {
+    __m256i idx = _mm256_set_m128i(_mm_loadu_si128((const __m128i*)FP_SPREAD16[k]), _mm_loadu_si128((const __m128i*)FP_SPREAD16[i]));
+    return _mm256_shuffle_epi8(v, idx);
+}
+
 /* Q4_K: the 8 registers of codes (register j = sub-block j), their scales, and the mins as [m0 m0 m1 m1 … m7 m7]. */
 __attribute__((target("avx2,fma,f16c")))
 FP_EXPORT void fp_q4_k_rows_avx2(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
@@ -169,17 +197,17 @@ FP_EXPORT void fp_q4_k_rows_avx2(const uint8_t* w, int32_t blocks, int32_t rows,
         for (int32_t b = 0; b < blocks; b++) {
             const uint8_t* blk = row + (int64_t)b * Q4K_BYTES;
             kq_prefetch(blk, Q4K_BYTES);
-            uint8_t sc[8], m[8];
-            q4k_scales(blk + 4, sc, m);
             __m256i q[8], scale[8];
             for (int k = 0; k < 4; k++) {
                 __m256i packed = _mm256_loadu_si256((const __m256i*)(blk + 16 + 32 * k));
                 q[2 * k] = _mm256_and_si256(packed, low);
                 q[2 * k + 1] = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low);
             }
-            for (int j = 0; j < 8; j++) scale[j] = _mm256_set1_epi16(sc[j]);
-            __m128i m8 = _mm_loadl_epi64((const __m128i*)m);
-            __m256i mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
+            __m128i sm = q4k_scales_x86(blk + 4);
+            __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));   /* the 8 scales as int16, both halves */
+            for (int j = 0; j < 8; j++) scale[j] = spread16(sc16, j, j);
+            __m128i m8 = _mm_unpackhi_epi64(sm, sm);
+            __m256i mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));   /* m0 m0 m1 m1 … m7 m7 */
             float d = half_x86(blk), dmin = half_x86(blk + 2);
             for (int32_t t = 0; t < n; t++) {
                 int64_t at = (int64_t)t * blocks + b;
@@ -228,9 +256,12 @@ FP_EXPORT void fp_q6_k_rows_avx2(const uint8_t* w, int32_t blocks, int32_t rows,
             __m256i q[8], scale[8];
             q6k_half_avx2(blk, 0, q);
             q6k_half_avx2(blk, 1, q + 4);
-            const int8_t* sc = (const int8_t*)(blk + 192);
-            for (int j = 0; j < 8; j++) scale[j] = _mm256_set_m128i(_mm_set1_epi16(sc[2 * j + 1]), _mm_set1_epi16(sc[2 * j]));
-            __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)sc));
+            __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(blk + 192)));
+            __m256i lo = _mm256_permute4x64_epi64(sc16, _MM_SHUFFLE(1, 0, 1, 0)), hi = _mm256_permute4x64_epi64(sc16, _MM_SHUFFLE(3, 2, 3, 2));
+            for (int j = 0; j < 4; j++) {
+                scale[j] = spread16(lo, 2 * j, 2 * j + 1);
+                scale[j + 4] = spread16(hi, 2 * j, 2 * j + 1);
+            }
             float d = half_x86(blk + 208);
             for (int32_t t = 0; t < n; t++) {
                 int64_t at = (int64_t)t * blocks + b;
@@ -252,16 +283,29 @@ FP_EXPORT void fp_q6_k_rows_avx2(const uint8_t* w, int32_t blocks, int32_t rows,
 /* ---- x86: AVX-512 VNNI (64 codes per register) --------------------------------------------------------------- */
 
 /*
- * As the AVX2 kernels with 512-bit registers, 64 values each, and the scale step fused into the accumulation by
- * vpdpwssd (int16 pairs times the scales, added to int32 lanes, no saturation): per token and register one load, one
- * vpmaddubsw and one vpdpwssd. The 8-lane mins (Q4_K) and offsets (Q6_K) go to lanes 0–7 under a mask.
+ * Per token and register of 64 codes one vpdpbusd (unsigned codes × signed activations, four products summed into each
+ * int32 lane: |Σ| ≤ 4·63·128 = 32256, so it fits int16 too). Two registers' lane sums are packed to int16 (vpackssdw,
+ * never saturating) and multiplied by their scales with one vpdpwssd (int16 pairs to int32, added, no saturation): per
+ * 128 values two multiplies and a pack instead of the AVX2 kernels' four multiplies. The scales are spread once per
+ * super-block, by vpermw, to the lanes the pack puts each sum in: 128-bit chunk i of vpackssdw(a, b) holds int32
+ * lanes 4i … 4i+3 of a, then those of b. The 8-lane mins (Q4_K) and offsets (Q6_K) go to lanes 0–7 under a mask.
  */
 
-/* Q4_K: register k = sub-blocks 2k (bytes 0–31, int16 lanes 0–15) and 2k+1 (bytes 32–63, lanes 16–31). */
+/*
+ * vpermw indices: int16 lane L of Q4_K scale vector p takes sub-block 4p + 2·(L mod 8 ≥ 4) + (L ≥ 16), for the pack of
+ * registers 2p (sub-blocks 4p, 4p+1: int32 lanes 0–7, 8–15) and 2p+1 (4p+2, 4p+3).
+ */
+static const int16_t FP_Q4K_SCALE_LANES[2][32] = {
+    {0, 0, 0, 0, 2, 2, 2, 2, 0, 0, 0, 0, 2, 2, 2, 2, 1, 1, 1, 1, 3, 3, 3, 3, 1, 1, 1, 1, 3, 3, 3, 3},
+    {4, 4, 4, 4, 6, 6, 6, 6, 4, 4, 4, 4, 6, 6, 6, 6, 5, 5, 5, 5, 7, 7, 7, 7, 5, 5, 5, 5, 7, 7, 7, 7},
+};
+
+/* Q4_K: register k = sub-blocks 2k (its first 32 codes) and 2k+1; two 512-bit loads of nibbles make the 4 registers. */
 __attribute__((target(FP_VNNI)))
 FP_EXPORT void fp_q4_k_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
                                        const int16_t* xs, int32_t n, float* out, int32_t out_stride) {
-    const __m256i low = _mm256_set1_epi8(0x0f);
+    const __m512i low = _mm512_set1_epi8(0x0f), zero = _mm512_setzero_si512();
+    const __m512i lanes0 = _mm512_loadu_si512((const void*)FP_Q4K_SCALE_LANES[0]), lanes1 = _mm512_loadu_si512((const void*)FP_Q4K_SCALE_LANES[1]);
     for (int32_t r = 0; r < rows; r++) {
         const uint8_t* row = w + (int64_t)r * blocks * Q4K_BYTES;
         __m512 acc[FP_MAX_TOKENS];
@@ -269,25 +313,27 @@ FP_EXPORT void fp_q4_k_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t
         for (int32_t b = 0; b < blocks; b++) {
             const uint8_t* blk = row + (int64_t)b * Q4K_BYTES;
             kq_prefetch(blk, Q4K_BYTES);
-            uint8_t sc[8], m[8];
-            q4k_scales(blk + 4, sc, m);
-            __m512i q[4], scale[4];
-            for (int k = 0; k < 4; k++) {
-                __m256i packed = _mm256_loadu_si256((const __m256i*)(blk + 16 + 32 * k));
-                q[k] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(packed, low)),
-                                          _mm256_and_si256(_mm256_srli_epi16(packed, 4), low), 1);
-                scale[k] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16(sc[2 * k])), _mm256_set1_epi16(sc[2 * k + 1]), 1);
+            __m512i q[4];
+            for (int k = 0; k < 4; k += 2) {
+                __m512i packed = _mm512_loadu_si512((const void*)(blk + 16 + 32 * k));   /* sub-blocks' bytes of k, k+1 */
+                __m512i lo = _mm512_and_si512(packed, low), hi = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low);
+                q[k] = _mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(1, 0, 1, 0));
+                q[k + 1] = _mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(3, 2, 3, 2));
             }
-            __m128i m8 = _mm_loadl_epi64((const __m128i*)m);
-            __m256i mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));
+            __m128i sm = q4k_scales_x86(blk + 4);
+            __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(sm));   /* lanes 0–7 scales, 8–15 mins */
+            __m512i scale0 = _mm512_permutexvar_epi16(lanes0, sc16), scale1 = _mm512_permutexvar_epi16(lanes1, sc16);
+            __m128i m8 = _mm_unpackhi_epi64(sm, sm);
+            __m256i mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));   /* m0 m0 m1 m1 … m7 m7 */
             float d = half_x86(blk), dmin = half_x86(blk + 2);
             for (int32_t t = 0; t < n; t++) {
                 int64_t at = (int64_t)t * blocks + b;
                 const int8_t* x = xq + at * 256;
-                __m512i s = _mm512_setzero_si512();
-                for (int k = 0; k < 4; k++) {
-                    s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(q[k], _mm512_loadu_si512((const void*)(x + 64 * k))), scale[k]);
-                }
+                __m512i r0 = _mm512_dpbusd_epi32(zero, q[0], _mm512_loadu_si512((const void*)x));
+                __m512i r1 = _mm512_dpbusd_epi32(zero, q[1], _mm512_loadu_si512((const void*)(x + 64)));
+                __m512i r2 = _mm512_dpbusd_epi32(zero, q[2], _mm512_loadu_si512((const void*)(x + 128)));
+                __m512i r3 = _mm512_dpbusd_epi32(zero, q[3], _mm512_loadu_si512((const void*)(x + 192)));
+                __m512i s = _mm512_dpwssd_epi32(_mm512_madd_epi16(_mm512_packs_epi32(r0, r1), scale0), _mm512_packs_epi32(r2, r3), scale1);
                 __m256i mv = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i*)(xs + at * 16)), mins);
                 float dx = xd[at];
                 __m512 a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_set1_ps(d * dx), acc[t]);
@@ -299,18 +345,21 @@ FP_EXPORT void fp_q4_k_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t
     }
 }
 
-/* Int16 lane i of Q6_K register k takes the scale of group 4k + i/8 (vpermw indices into the 16 scales). */
-static const int16_t FP_Q6K_SCALE_LANES[4][32] = {
-    {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
-    {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7},
-    {8, 8, 8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 9, 9, 10, 10, 10, 10, 10, 10, 10, 10, 11, 11, 11, 11, 11, 11, 11, 11},
-    {12, 12, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 13, 13, 13, 14, 14, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15, 15, 15, 15},
+/*
+ * vpermw indices: int16 lane L of Q6_K scale vector p takes group 8p + 4·(L mod 8 ≥ 4) + L/8, for the pack of
+ * registers 2p (groups 8p … 8p+3, four int32 lanes each) and 2p+1 (8p+4 … 8p+7).
+ */
+static const int16_t FP_Q6K_SCALE_LANES[2][32] = {
+    {0, 0, 0, 0, 4, 4, 4, 4, 1, 1, 1, 1, 5, 5, 5, 5, 2, 2, 2, 2, 6, 6, 6, 6, 3, 3, 3, 3, 7, 7, 7, 7},
+    {8, 8, 8, 8, 12, 12, 12, 12, 9, 9, 9, 9, 13, 13, 13, 13, 10, 10, 10, 10, 14, 14, 14, 14, 11, 11, 11, 11, 15, 15, 15, 15},
 };
 
-/* Q6_K: register 2h + i = the AVX2 registers 4h + 2i and 4h + 2i + 1 (values 128h + 64i …), groups 4k … 4k+3. */
+/* Q6_K: register 2h + i = the AVX2 registers 4h + 2i and 4h + 2i + 1 (values 128h + 64i …). */
 __attribute__((target(FP_VNNI)))
 FP_EXPORT void fp_q6_k_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
                                        const int16_t* xs, int32_t n, float* out, int32_t out_stride) {
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512i lanes0 = _mm512_loadu_si512((const void*)FP_Q6K_SCALE_LANES[0]), lanes1 = _mm512_loadu_si512((const void*)FP_Q6K_SCALE_LANES[1]);
     for (int32_t r = 0; r < rows; r++) {
         const uint8_t* row = w + (int64_t)r * blocks * Q6K_BYTES;
         __m512 acc[FP_MAX_TOKENS];
@@ -322,19 +371,19 @@ FP_EXPORT void fp_q6_k_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t
             q6k_half_avx2(blk, 0, e);
             q6k_half_avx2(blk, 1, e + 4);
             __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(blk + 192)));
-            __m512i q[4], scale[4];
-            for (int k = 0; k < 4; k++) {
-                q[k] = _mm512_inserti64x4(_mm512_castsi256_si512(e[2 * k]), e[2 * k + 1], 1);
-                scale[k] = _mm512_permutexvar_epi16(_mm512_loadu_si512((const void*)FP_Q6K_SCALE_LANES[k]), _mm512_castsi256_si512(sc16));
-            }
+            __m512i q[4];
+            for (int k = 0; k < 4; k++) q[k] = _mm512_inserti64x4(_mm512_castsi256_si512(e[2 * k]), e[2 * k + 1], 1);
+            __m512i scale0 = _mm512_permutexvar_epi16(lanes0, _mm512_castsi256_si512(sc16));
+            __m512i scale1 = _mm512_permutexvar_epi16(lanes1, _mm512_castsi256_si512(sc16));
             float d = half_x86(blk + 208);
             for (int32_t t = 0; t < n; t++) {
                 int64_t at = (int64_t)t * blocks + b;
                 const int8_t* x = xq + at * 256;
-                __m512i s = _mm512_setzero_si512();
-                for (int k = 0; k < 4; k++) {
-                    s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(q[k], _mm512_loadu_si512((const void*)(x + 64 * k))), scale[k]);
-                }
+                __m512i r0 = _mm512_dpbusd_epi32(zero, q[0], _mm512_loadu_si512((const void*)x));
+                __m512i r1 = _mm512_dpbusd_epi32(zero, q[1], _mm512_loadu_si512((const void*)(x + 64)));
+                __m512i r2 = _mm512_dpbusd_epi32(zero, q[2], _mm512_loadu_si512((const void*)(x + 128)));
+                __m512i r3 = _mm512_dpbusd_epi32(zero, q[3], _mm512_loadu_si512((const void*)(x + 192)));
+                __m512i s = _mm512_dpwssd_epi32(_mm512_madd_epi16(_mm512_packs_epi32(r0, r1), scale0), _mm512_packs_epi32(r2, r3), scale1);
                 __m256i offset = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i*)(xs + at * 16)), sc16);
                 s = _mm512_mask_sub_epi32(s, (__mmask16)0x00ff, s, _mm512_castsi256_si512(_mm256_slli_epi32(offset, 5)));
                 acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_set1_ps(d * xd[at]), acc[t]);
