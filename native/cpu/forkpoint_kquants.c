@@ -157,8 +157,8 @@ FP_EXPORT void fp_q6_k_rows_c(const uint8_t* w, int32_t blocks, int32_t rows, co
  * Q4_K ≤ 2·15·128, Q6_K ≤ 2·63·128 < 2^15) and vpmaddwd by the scales (int16 pairs to int32, exact).
  */
 
-/* Q4_K's 8 scales (bytes 0–7) and 8 mins (bytes 8–15, as one 64-bit word each), from the 12 scale bytes: the byte-wise
- * rule of q4k_scales on 32-bit words. */
+/* Q4_K's 8 scales (bytes 0–7 of the result) and 8 mins (bytes 8–15) from the 12 scale bytes: q4k_scales's byte-wise
+ * rule on 32-bit words (little-endian). */
 __attribute__((target("avx2,fma,f16c")))
 static inline __m128i q4k_scales_x86(const uint8_t* s) {
     uint32_t a, b, c;
@@ -169,8 +169,7 @@ static inline __m128i q4k_scales_x86(const uint8_t* s) {
     return _mm_setr_epi32((int)(a & 0x3f3f3f3fu), (int)sc_hi, (int)(b & 0x3f3f3f3fu), (int)m_hi);
 }
 
-/* Byte indices of vpshufb that spread int16 lane j of a 128-bit register to all 8 lanes (low half: lane 2j' for the
- * scale vector j' of Q6_K's AVX2 kernel, high half: lane 2j'+1; Q4_K uses the row of 2j for both halves). */
+/* Row j: the vpshufb byte indices that copy int16 lane j of a 128-bit half to all 8 lanes of that half. */
 static const uint8_t FP_SPREAD16[8][16] = {
     {0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1}, {2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3},
     {4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5}, {6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7},
@@ -178,7 +177,7 @@ static const uint8_t FP_SPREAD16[8][16] = {
     {12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13}, {14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15},
 };
 
-/* int16 lane i of v (i < 8) in every lane of one half and lane k in every lane of the other: (lo, hi) = (i, k). */
+/* int16 lane i of v's low half in every lane of the low half, lane k of its high half in every lane of the high half. */
 __attribute__((target("avx2,fma,f16c")))
 static inline __m256i spread16(__m256i v, int i, int k) {
     __m256i idx = _mm256_set_m128i(_mm_loadu_si128((const __m128i*)FP_SPREAD16[k]), _mm_loadu_si128((const __m128i*)FP_SPREAD16[i]));
