@@ -16,6 +16,8 @@
  *   - nothing is allocated, nothing is kept between calls, no thread is started: the Java worker pool splits the rows;
  *   - the weights are read once per call as one stream, prefetched FP_PREFETCH_BYTES ahead (fp_kernels.h).
  *
+ * The K-quant kernels (Q4_K, Q6_K times Q8_K activations) are in forkpoint_kquants.c, under the same invariants.
+ *
  * GGML block layouts: Q8_0 = f16 scale + 32 int8 codes (34 bytes), value q·d; Q4_0 = f16 scale + 16 bytes whose low
  * nibbles are elements 0…15 and high nibbles elements 16…31 (18 bytes), value (q − 8)·d.
  */
@@ -90,12 +92,6 @@ FP_EXPORT void fp_q4_0_rows_c(const uint8_t* w, int32_t blocks, int32_t rows, co
 
 /* ---- x86: AVX2 + FMA ----------------------------------------------------------------------------------------- */
 #ifdef FP_X86
-
-/* A block's f16 scale (little-endian at p) as a float: one F16C instruction. */
-__attribute__((target("avx2,fma,f16c")))
-static inline float half_x86(const uint8_t* p) {
-    return _cvtsh_ss(load_u16(p));
-}
 
 /* Σ w·x over 32 int8 pairs as 8 int32 lanes: |w| (unsigned) times x with w's sign, pairs summed (≤ 2·128·127 fits
  * 16 bits), then to 32 bits. Exact. */
@@ -179,21 +175,10 @@ FP_EXPORT void fp_q4_0_rows_avx2(const uint8_t* w, int32_t blocks, int32_t rows,
 
 /* ---- x86: AVX-512 VNNI (two blocks per 512-bit register) ----------------------------------------------------- */
 
-#define FP_VNNI "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni"
-
 __attribute__((target(FP_VNNI)))
 static inline __m512i two_blocks(const uint8_t* a, const uint8_t* b) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i*)a)),
                               _mm256_loadu_si256((const __m256i*)b), 1);
-}
-
-__attribute__((target(FP_VNNI)))
-static inline float hsum512(__m512 v) {
-    __m256 s = _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-    __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-    h = _mm_add_ss(h, _mm_movehdup_ps(h));
-    return _mm_cvtss_f32(h);
 }
 
 /*

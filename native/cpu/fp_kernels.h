@@ -1,6 +1,7 @@
 /*
- * What Forkpoint's native CPU kernels share (see forkpoint_kernels.c): the platform tests, the export marker, the
- * IEEE half → float conversion and the little-endian loads of GGML block headers, and the AVX2 horizontal sum.
+ * What Forkpoint's native CPU kernels share (forkpoint_kernels.c: Q8_0, Q4_0; forkpoint_kquants.c: Q4_K, Q6_K): the
+ * platform tests, the export marker, the IEEE half → float conversion and the little-endian loads of GGML block
+ * headers, the token limit of one call, the x86 f16 scale load and the AVX2 / AVX-512 horizontal sums.
  */
 #ifndef FP_KERNELS_H
 #define FP_KERNELS_H
@@ -55,13 +56,34 @@ static inline uint16_t load_u16(const uint8_t* p) {
     return (uint16_t)(p[0] | (p[1] << 8));
 }
 
+/* Tokens one call takes at most (the Java side calls again for more): the kernels keep one accumulator per token. */
+#define FP_MAX_TOKENS 16
+
 #ifdef FP_X86
+/* The instruction sets of the AVX-512 VNNI variants. */
+#define FP_VNNI "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni"
+
+/* A block's f16 scale (little-endian at p) as a float: one F16C instruction. */
+__attribute__((target("avx2,fma,f16c")))
+static inline float half_x86(const uint8_t* p) {
+    return _cvtsh_ss(load_u16(p));
+}
+
 __attribute__((target("avx2,fma,f16c")))
 static inline float hsum256(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
+}
+
+__attribute__((target(FP_VNNI)))
+static inline float hsum512(__m512 v) {
+    __m256 s = _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
 }
 
 #endif

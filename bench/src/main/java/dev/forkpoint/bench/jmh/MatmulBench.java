@@ -1,5 +1,6 @@
 package dev.forkpoint.bench.jmh;
 
+import dev.forkpoint.backend.KernelChoice;
 import dev.forkpoint.backend.cpu.PackedMatrix;
 import dev.forkpoint.backend.cpu.WorkerPool;
 import dev.forkpoint.tensor.GgmlTensor;
@@ -25,7 +26,9 @@ import java.util.concurrent.TimeUnit;
  * like a mapped GGUF file. {@code MLX<bits>_G<group>} (e.g. MLX4_G64, MLX8_G64, MLX3_G32) is an MLX affine-quantised
  * matrix with BF16 scales and biases (as mlx-community models of BF16 originals store them), quantised with
  * {@link AffineCodec}; {@code MXFP4}, {@code NVFP4} and {@code MXFP8} are MLX's floating-point modes, quantised with
- * {@link FpCodec} (MLX's rule).
+ * {@link FpCodec} (MLX's rule). {@code kernels} chooses the CPU kernels of the GGML types as {@code --kernels} does
+ * ({@code java}, {@code native}, {@code auto}; the native C kernels cover Q8_0, Q4_0, Q4_K and Q6_K), e.g.
+ * {@code -p kernels=java,native}.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
@@ -46,6 +49,9 @@ public class MatmulBench {
 
     @Param({"1", "2"})
     public int threads;
+
+    @Param({"java"})
+    public String kernels;
 
     private Arena arena;
     private WorkerPool pool;
@@ -77,7 +83,7 @@ public class MatmulBench {
             for (int c = 0; c < cols; c++) row[c] = (float) (rnd.nextGaussian() * 0.02);
             Quantization.quantize(t, row, 0, cols, seg, t.bytesFor((long) r * cols));
         }
-        matrix = PackedMatrix.of(new GgmlTensor("bench.weight", t, new long[] {cols, rows}, seg));
+        matrix = PackedMatrix.of(new GgmlTensor("bench.weight", t, new long[] {cols, rows}, seg), KernelChoice.parse(kernels));
         for (int i = 0; i < x.length; i++) x[i] = (float) rnd.nextGaussian();
         System.out.printf("%n[%s %s] matrix bytes: %d, flops per call: %d%n", type, shape, seg.byteSize(), 2L * rows * cols * tokens);
     }

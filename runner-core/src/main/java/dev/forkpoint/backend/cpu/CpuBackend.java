@@ -32,7 +32,7 @@ public final class CpuBackend implements Backend {
     }
 
     /**
-     * A backend with {@code threads} threads whose quantised matrices (Q8_0, Q4_0) multiply decode-sized batches on the
+     * A backend with {@code threads} threads whose quantised matrices (Q8_0, Q4_0, Q4_K, Q6_K) multiply on the
      * kernels {@code kernels} selects: {@code native} refuses (naming --kernels) when no C compiler built them,
      * {@code auto} falls back to Java (said once).
      */

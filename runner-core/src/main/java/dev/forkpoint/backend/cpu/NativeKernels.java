@@ -20,7 +20,8 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 /**
- * The native CPU kernels ({@code native/cpu/forkpoint_kernels.c}) loaded through FFM: one instruction-set
+ * The native CPU kernels ({@code native/cpu/forkpoint_kernels.c}: Q8_0, Q4_0; {@code forkpoint_kquants.c}: Q4_K,
+ * Q6_K) loaded through FFM: one instruction-set
  * {@link Variant} of the library {@link NativeBuild} made, its functions bound as critical downcalls (no thread-state
  * transition; heap arrays passed in place, no copies). Each call computes one slice of rows; the Java worker pool does
  * the threading. The library and its variant are found once per process ({@link #forChoice}); a choice that cannot be
@@ -32,6 +33,12 @@ final class NativeKernels {
     /** void f(const uint8_t* w, int blocks, int rows, const int8_t* xq, const float* xd, int n, float* out, int stride) */
     private static final FunctionDescriptor ROWS = FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS,
             JAVA_INT, ADDRESS, JAVA_INT);
+    /**
+     * The K-quants': void f(const uint8_t* w, int blocks, int rows, const int8_t* xq, const float* xd,
+     * const int16_t* xs, int n, float* out, int stride), blocks of 256 and xs the activations' sums of 16 codes.
+     */
+    private static final FunctionDescriptor K_ROWS = FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS,
+            ADDRESS, JAVA_INT, ADDRESS, JAVA_INT);
     static final int ABI_VERSION = 1;
 
     /** An instruction-set variant of the kernels: its symbol suffix and the feature bit fp_cpu_features sets for it. */
@@ -55,11 +62,15 @@ final class NativeKernels {
     private final Variant variant;
     private final MethodHandle q8_0;
     private final MethodHandle q4_0;
+    private final MethodHandle q4_K;
+    private final MethodHandle q6_K;
 
     private NativeKernels(Library library, Variant variant) {
         this.variant = variant;
-        this.q8_0 = bind(library, "fp_q8_0_rows_" + variant.suffix);
-        this.q4_0 = bind(library, "fp_q4_0_rows_" + variant.suffix);
+        this.q8_0 = bind(library, "fp_q8_0_rows_" + variant.suffix, ROWS);
+        this.q4_0 = bind(library, "fp_q4_0_rows_" + variant.suffix, ROWS);
+        this.q4_K = bind(library, "fp_q4_k_rows_" + variant.suffix, K_ROWS);
+        this.q6_K = bind(library, "fp_q6_k_rows_" + variant.suffix, K_ROWS);
     }
 
     /**
@@ -127,10 +138,10 @@ final class NativeKernels {
         };
     }
 
-    private static MethodHandle bind(Library library, String name) {
+    private static MethodHandle bind(Library library, String name, FunctionDescriptor descriptor) {
         MemorySegment symbol = library.symbols().find(name)
                 .orElseThrow(() -> new IllegalStateException(library.path() + " lacks " + name));
-        return LINKER.downcallHandle(symbol, ROWS, Linker.Option.critical(true));
+        return LINKER.downcallHandle(symbol, descriptor, Linker.Option.critical(true));
     }
 
     Variant variant() { return variant; }
@@ -146,30 +157,53 @@ final class NativeKernels {
      */
     void q8_0(MemorySegment w, long weightOffset, int blocks, int rows, byte[] xq, float[] xd, int n, float[] out,
               int outOffset, int outStride) {
-        call(q8_0, w, weightOffset, 34L * blocks * rows, blocks, rows, xq, xd, n, out, outOffset, outStride);
+        call(q8_0, w, weightOffset, 34L * blocks * rows, blocks, 32, rows, xq, xd, null, n, out, outOffset, outStride);
     }
 
     /** {@link #q8_0} for a Q4_0 matrix. */
     void q4_0(MemorySegment w, long weightOffset, int blocks, int rows, byte[] xq, float[] xd, int n, float[] out,
               int outOffset, int outStride) {
-        call(q4_0, w, weightOffset, 18L * blocks * rows, blocks, rows, xq, xd, n, out, outOffset, outStride);
+        call(q4_0, w, weightOffset, 18L * blocks * rows, blocks, 32, rows, xq, xd, null, n, out, outOffset, outStride);
     }
 
-    private static void call(MethodHandle h, MemorySegment w, long weightOffset, long weightBytes, int blocks, int rows,
-                             byte[] xq, float[] xd, int n, float[] out, int outOffset, int outStride) {
+    /**
+     * {@link #q8_0} for a Q4_K matrix of {@code blocks} super-blocks (256 values) per row, times Q8_K activations
+     * ({@link Q8Activations#q8_K}): {@code xq} its codes as bytes, {@code xd} its scales, {@code xs} its sums of 16 codes.
+     */
+    void q4_K(MemorySegment w, long weightOffset, int blocks, int rows, byte[] xq, float[] xd, short[] xs, int n, float[] out,
+              int outOffset, int outStride) {
+        call(q4_K, w, weightOffset, 144L * blocks * rows, blocks, 256, rows, xq, xd, xs, n, out, outOffset, outStride);
+    }
+
+    /** {@link #q4_K} for a Q6_K matrix. */
+    void q6_K(MemorySegment w, long weightOffset, int blocks, int rows, byte[] xq, float[] xd, short[] xs, int n, float[] out,
+              int outOffset, int outStride) {
+        call(q6_K, w, weightOffset, 210L * blocks * rows, blocks, 256, rows, xq, xd, xs, n, out, outOffset, outStride);
+    }
+
+    /** One slice of rows in calls of at most MAX_TOKENS tokens; {@code xs} null for the kernels without sums (Q8_0 activations). */
+    private static void call(MethodHandle h, MemorySegment w, long weightOffset, long weightBytes, int blocks, int blockValues,
+                             int rows, byte[] xq, float[] xd, short[] xs, int n, float[] out, int outOffset, int outStride) {
         // bounds in Java: the C code trusts its arguments
-        if (n < 1 || rows < 0 || (long) n * blocks * 32 > xq.length || (long) n * blocks > xd.length
+        if (n < 1 || rows < 0 || (long) n * blocks * blockValues > xq.length || (long) n * blocks > xd.length
+                || (xs != null && (long) n * blocks * 16 > xs.length)
                 || outOffset < 0 || (rows > 0 && (long) outOffset + (long) (n - 1) * outStride + rows > out.length)) {
             throw new IllegalArgumentException("native kernel arguments out of range: n " + n + ", rows " + rows + ", blocks " + blocks);
         }
         if (rows == 0) return;
         MemorySegment weights = w.asSlice(weightOffset, weightBytes);   // checks the weights' bounds
         MemorySegment codes = MemorySegment.ofArray(xq), scales = MemorySegment.ofArray(xd), results = MemorySegment.ofArray(out);
+        MemorySegment sums = xs == null ? null : MemorySegment.ofArray(xs);
         try {
             for (int t0 = 0; t0 < n; t0 += MAX_TOKENS) {
                 int count = Math.min(MAX_TOKENS, n - t0);
-                h.invokeExact(weights, blocks, rows, codes.asSlice((long) t0 * blocks * 32), scales.asSlice(4L * t0 * blocks), count,
-                        results.asSlice(4L * ((long) t0 * outStride + outOffset)), outStride);
+                MemorySegment codesAt = codes.asSlice((long) t0 * blocks * blockValues), scalesAt = scales.asSlice(4L * t0 * blocks);
+                MemorySegment resultsAt = results.asSlice(4L * ((long) t0 * outStride + outOffset));
+                if (sums == null) {
+                    h.invokeExact(weights, blocks, rows, codesAt, scalesAt, count, resultsAt, outStride);
+                } else {
+                    h.invokeExact(weights, blocks, rows, codesAt, scalesAt, sums.asSlice(2L * 16 * t0 * blocks), count, resultsAt, outStride);
+                }
             }
         } catch (RuntimeException | Error e) {
             throw e;

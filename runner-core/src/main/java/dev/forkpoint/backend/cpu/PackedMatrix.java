@@ -68,10 +68,18 @@ public interface PackedMatrix {
      * kernels cannot compute with (listing the supported ones) and when the data does not fit the shape.
      */
     static PackedMatrix of(GgmlTensor t) {
-        return of(t, null);
+        return of(t, (NativeKernels) null);
     }
 
-    /** {@link #of(GgmlTensor)} with the native kernels for the types they cover (Q8_0, Q4_0); null: the Java kernels. */
+    /**
+     * {@link #of(GgmlTensor)} on the kernels {@code kernels} chooses for the types the native kernels cover (Q8_0, Q4_0,
+     * Q4_K, Q6_K), as {@link CpuBackend} makes them: for benchmarks of one matrix.
+     */
+    static PackedMatrix of(GgmlTensor t, dev.forkpoint.backend.KernelChoice kernels) {
+        return of(t, NativeKernels.forChoice(kernels).orElse(null));
+    }
+
+    /** {@link #of(GgmlTensor)} with the native kernels for the types they cover (Q8_0, Q4_0, Q4_K, Q6_K); null: the Java kernels. */
     static PackedMatrix of(GgmlTensor t, NativeKernels nativeKernels) {
         int rows = t.rows(), cols = t.rowLength();
         try {
@@ -81,8 +89,8 @@ public interface PackedMatrix {
                 case BF16 -> new BF16Matrix(t.data(), rows, cols);
                 case Q8_0 -> new Q8_0Matrix(t.data(), rows, cols, nativeKernels);
                 case Q4_0 -> new Q4_0Matrix(t.data(), rows, cols, nativeKernels);
-                case Q4_K -> new Q4KMatrix(t.data(), rows, cols);
-                case Q6_K -> new Q6KMatrix(t.data(), rows, cols);
+                case Q4_K -> new Q4KMatrix(t.data(), rows, cols, nativeKernels);
+                case Q6_K -> new Q6KMatrix(t.data(), rows, cols, nativeKernels);
                 default -> throw new InvalidInputException("tensor " + t.name() + " has type " + t.type()
                         + ", which the CPU kernels do not support; supported tensor types: " + GgmlType.supportedNames());
             };

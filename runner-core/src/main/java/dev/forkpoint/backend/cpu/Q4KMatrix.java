@@ -16,7 +16,8 @@ import static dev.forkpoint.backend.cpu.KernelSupport.shorts;
 /**
  * A Q4_K weight matrix read in place. Decode quantises the activations to Q8_K (as llama.cpp does) and, per
  * super-block, sums d·d_x·Σ_j scale_j·Σ q·q_x − dmin·d_x·Σ_j min_j·Σ q_x with exact integer inner sums; prefill
- * goes through {@link FloatGemm} with the same quantised activations.
+ * goes through {@link FloatGemm} with the same quantised activations. With the native kernels
+ * ({@link NativeKernels#q4_K}) every token count runs their integer kernel instead.
  */
 final class Q4KMatrix implements PackedMatrix {
     private static final VectorSpecies<Short> S = KernelSupport.S;
@@ -29,16 +30,26 @@ final class Q4KMatrix implements PackedMatrix {
     private final int rows;
     private final int cols;
     private final int blocks;
+    private final NativeKernels nativeKernels;   // null: the Java kernels below
 
     Q4KMatrix(MemorySegment data, int rows, int cols) {
+        this(data, rows, cols, null);
+    }
+
+    /** With {@code nativeKernels} (null: none), which then multiply every token count (decode and prefill). */
+    Q4KMatrix(MemorySegment data, int rows, int cols, NativeKernels nativeKernels) {
         KernelSupport.checkShape("Q4_K", data, rows, cols, 256, BYTES);
         this.data = data;
         this.rows = rows;
         this.cols = cols;
         this.blocks = cols / 256;
+        this.nativeKernels = nativeKernels;
     }
 
     public String typeName() { return "Q4_K"; }
+
+    /** Which kernels multiply: "java", or the native variant ("native avx512vnni"). */
+    String kernels() { return nativeKernels == null ? "java" : "native " + nativeKernels.variant().suffix; }
     public int rows() { return rows; }
     public int cols() { return cols; }
     public long rowBytes() { return (long) blocks * BYTES; }
@@ -46,6 +57,14 @@ final class Q4KMatrix implements PackedMatrix {
     public void multiplyRows(int firstRow, int rowCount, float[] x, int n, float[] out, WorkerPool pool) {
         KernelSupport.checkMultiply(this, firstRow, rowCount, x, n, out);
         Q8Activations a = Q8Activations.q8_K(x, n, cols);
+        if (nativeKernels != null) {   // decode and prefill alike: a token's results do not depend on n
+            byte[] codes = a.codes();
+            float[] scales = a.d();
+            short[] sums = a.sums();
+            pool.runRanges(rowCount, KernelSupport.parts(pool), 8, (from, to) -> nativeKernels.q4_K(data,
+                    (long) (firstRow + from) * blocks * BYTES, blocks, to - from, codes, scales, sums, n, out, from, rowCount));
+            return;
+        }
         if (KernelSupport.gemm(n)) {
             FloatGemm.multiply(this, firstRow, rowCount, a.dequantized(), n, out, pool);
             return;

@@ -76,7 +76,10 @@ record Q8Activations(short[] q, float[] d, short[] sums, int blockSize) {
         return new Q8Activations(q, d, sums, 256);
     }
 
-    /** The quants as bytes (each fits: |q| ≤ 127), for the native kernels. */
+    /**
+     * The quants as bytes (each fits: |q| ≤ 127, Q8_0 and Q8_K alike), for the native kernels; the Q8_K ones take
+     * {@link #sums} too, as they are (int16).
+     */
     byte[] codes() {
         byte[] b = new byte[q.length];
         for (int i = 0; i < b.length; i++) b[i] = (byte) q[i];
