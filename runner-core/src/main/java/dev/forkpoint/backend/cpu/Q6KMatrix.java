@@ -48,6 +48,10 @@ final class Q6KMatrix implements PackedMatrix {
     public String typeName() { return "Q6_K"; }
 
     /** Which kernels multiply: "java", or the native variant ("native avx512vnni"). */
+    public int invariantTokens() {
+        return nativeKernels != null ? Integer.MAX_VALUE : KernelSupport.DECODE_MAX_ROWS;
+    }
+
     String kernels() { return nativeKernels == null ? "java" : "native " + nativeKernels.variant().suffix; }
     public int rows() { return rows; }
     public int cols() { return cols; }
