@@ -19,7 +19,7 @@ final class BackendOption {
 
     @Option(names = "--kernels", paramLabel = "java|native|auto",
             description = "CPU backend kernels for Q8_0 / Q4_0 / Q4_K / Q6_K matrices: java (Vector API); native (C, built here with"
-                    + " cc/gcc/clang for this CPU); auto = native when a C compiler built them, else java.")
+                    + " cc/gcc/clang for this CPU); auto = $FORKPOINT_KERNELS when set, else native when a C compiler built them, else java.")
     String kernels = "auto";
 
     /** The parsed --kernels (refused naming the option when it is not java, native or auto). */

@@ -7,6 +7,10 @@ import jdk.incubator.vector.VectorSpecies;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 
 /**
  * Causal grouped-query attention of query rows over paged K/V, the CPU backend's kernel. A query row at position p
@@ -84,18 +88,47 @@ final class CpuAttention {
             });
             return;
         }
-        // few tiles, long rows: every (tile, block) on its own, then the same folds in block order
+        // few tiles, long rows (decode): every (tile, block) on its own, then the same folds in block order. Decode rows
+        // whose block lies on the same pages (a prefix the cache shares between sequences) are computed together:
+        // the block's K and V rows are read once for all of them.
         int[] firstBlock = new int[tileCount + 1];
         for (int tile = 0; tile < tileCount; tile++) firstBlock[tile + 1] = firstBlock[tile] + blocks(length[tileStart[tile + 1] - 1]);
-        Partial[] partials = new Partial[firstBlock[tileCount]];
-        pool.runRanges(partials.length, pool.threads() * 4, 1, (from, to) -> {
+        int units = firstBlock[tileCount];
+        List<int[]> groups = new ArrayList<>();
+        Map<List<Long>, List<Integer>> shared = new LinkedHashMap<>();
+        for (int i = 0; i < units; i++) {
+            int tile = tileOf(firstBlock, i), t0 = tileStart[tile], b = i - firstBlock[tile];
+            if (tileStart[tile + 1] - t0 == 1 && (b + 1) * KEY_BLOCK <= length[t0]) {
+                shared.computeIfAbsent(pages(rows[t0], b), k -> new ArrayList<>()).add(i);
+            } else {
+                groups.add(new int[] {i});
+            }
+        }
+        for (List<Integer> same : shared.values()) {
+            for (int from = 0; from < same.size(); from += TILE) {
+                groups.add(same.subList(from, Math.min(same.size(), from + TILE)).stream().mapToInt(Integer::intValue).toArray());
+            }
+        }
+        Partial[] partials = new Partial[units];
+        pool.runRanges(groups.size(), pool.threads() * 4, 1, (from, to) -> {
             Work w = new Work();
-            for (int i = from; i < to; i++) {
-                int tile = tileOf(firstBlock, i), t0 = tileStart[tile], t1 = tileStart[tile + 1];
+            for (int g = from; g < to; g++) {
+                int[] members = groups.get(g);
+                int first = tileOf(firstBlock, members[0]), b = members[0] - firstBlock[first];
+                int[] list;
+                if (members.length == 1) {
+                    list = java.util.stream.IntStream.range(tileStart[first], tileStart[first + 1]).toArray();
+                } else {
+                    list = new int[members.length];
+                    for (int m = 0; m < members.length; m++) list[m] = tileStart[tileOf(firstBlock, members[m])];
+                }
                 Partial p = new Partial();
-                p.reset(t1 - t0, heads, headDim);
-                block(q, rows, length, t0, t1, i - firstBlock[tile], w, p);
-                partials[i] = p;
+                block(q, rows, length, list, b, w, p);
+                if (members.length == 1) {
+                    partials[members[0]] = p;
+                } else {
+                    for (int m = 0; m < members.length; m++) partials[members[m]] = p.row(m);
+                }
             }
         });
         pool.runRanges(tileCount, pool.threads(), 1, (from, to) -> {
@@ -107,6 +140,15 @@ final class CpuAttention {
                 run.finish(out, t0 * heads * headDim);
             }
         });
+    }
+
+    /** The addresses of the K slabs that block b of a row reads: rows with equal lists read the same stored keys and values. */
+    private static List<Long> pages(Keys kv, int b) {
+        List<Long> out = new ArrayList<>(KEY_BLOCK / kv.pageTokens() + 1);
+        for (int page = b * KEY_BLOCK / kv.pageTokens(), last = ((b + 1) * KEY_BLOCK - 1) / kv.pageTokens(); page <= last; page++) {
+            out.add(kv.keys()[page].address());
+        }
+        return out;
     }
 
     private static int blocks(int length) {
@@ -134,9 +176,21 @@ final class CpuAttention {
      * part of the block, and each head, the block's maximum score, the sum of exp(score − max) and Σ exp(score − max)·V.
      */
     private void block(float[] q, Keys[] rows, int[] length, int t0, int t1, int b, Work w, Partial into) {
-        into.reset(t1 - t0, heads, headDim);
-        Keys kv = rows[t0];
-        int p0 = b * KEY_BLOCK, last = Math.min(length[t1 - 1], p0 + KEY_BLOCK) - p0;
+        int[] list = new int[t1 - t0];
+        for (int t = t0; t < t1; t++) list[t - t0] = t;
+        block(q, rows, length, list, b, w, into);
+    }
+
+    /**
+     * {@link #block(float[], Keys[], int[], int, int, int, Work, Partial)} for the rows {@code list} (row r of the
+     * partial is list[r]), which all read block b from the same pages: each K and V row is read once for all of them.
+     */
+    private void block(float[] q, Keys[] rows, int[] length, int[] list, int b, Work w, Partial into) {
+        int count = list.length;
+        into.reset(count, heads, headDim);
+        Keys kv = rows[list[0]];
+        int p0 = b * KEY_BLOCK, last = 0;
+        for (int t : list) last = Math.max(last, Math.min(length[t], p0 + KEY_BLOCK) - p0);
         boolean f16 = kv.type() == KvElementType.F16;
         long rowBytes = (long) kvDim * (f16 ? Short.BYTES : Float.BYTES);
         float[] scores = w.scores, row = w.row;
@@ -145,34 +199,35 @@ final class CpuAttention {
         for (int i = 0; i < last; i++) {
             int p = p0 + i;
             load(kv.keys()[p / kv.pageTokens()], (p % kv.pageTokens()) * rowBytes, f16, row, kvDim);
-            for (int t = t0; t < t1; t++) {
+            for (int r = 0; r < count; r++) {
+                int t = list[r];
                 if (p >= length[t]) continue;
-                int qBase = t * heads * headDim, sBase = (t - t0) * heads * KEY_BLOCK + i;
+                int qBase = t * heads * headDim, sBase = r * heads * KEY_BLOCK + i;
                 for (int h = 0; h < heads; h++) {
                     scores[sBase + h * KEY_BLOCK] = dot(q, qBase + h * headDim, row, (h / group) * headDim, headDim) * scale;
                 }
             }
         }
-        for (int t = t0; t < t1; t++) {
-            int n = Math.min(length[t], p0 + KEY_BLOCK) - p0;
+        for (int r = 0; r < count; r++) {
+            int n = Math.min(length[list[r]], p0 + KEY_BLOCK) - p0;
             if (n <= 0) continue;
             for (int h = 0; h < heads; h++) {
-                int at = ((t - t0) * heads + h) * KEY_BLOCK;
+                int at = (r * heads + h) * KEY_BLOCK;
                 float max = Float.NEGATIVE_INFINITY;
                 for (int i = 0; i < n; i++) max = Math.max(max, scores[at + i]);
-                int slot = (t - t0) * heads + h;
+                int slot = r * heads + h;
                 into.max[slot] = max;
                 into.sum[slot] = expMinus(scores, at, n, max);
             }
-            into.seen[t - t0] = true;
+            into.seen[r] = true;
         }
         // acc_r,h += e_r,h,i · V[p0 + i]: each V row read whole, once, for the tile's rows and every head
         for (int i = 0; i < last; i++) {
             int p = p0 + i;
             load(kv.values()[p / kv.pageTokens()], (p % kv.pageTokens()) * rowBytes, f16, row, kvDim);
-            for (int t = t0; t < t1; t++) {
-                if (p >= length[t]) continue;
-                int sBase = (t - t0) * heads * KEY_BLOCK + i, aBase = (t - t0) * heads * headDim;
+            for (int r = 0; r < count; r++) {
+                if (p >= length[list[r]]) continue;
+                int sBase = r * heads * KEY_BLOCK + i, aBase = r * heads * headDim;
                 for (int h = 0; h < heads; h++) {
                     axpy(scores[sBase + h * KEY_BLOCK], row, (h / group) * headDim, into.acc, aBase + h * headDim, headDim);
                 }
@@ -205,6 +260,17 @@ final class CpuAttention {
         void clear() {
             java.util.Arrays.fill(acc, 0, rows * heads * headDim, 0f);
             java.util.Arrays.fill(seen, 0, rows, false);
+        }
+
+        /** Row r of this as a partial of its own (one row). */
+        Partial row(int r) {
+            Partial p = new Partial();
+            p.reset(1, heads, headDim);
+            System.arraycopy(max, r * heads, p.max, 0, heads);
+            System.arraycopy(sum, r * heads, p.sum, 0, heads);
+            System.arraycopy(acc, r * heads * headDim, p.acc, 0, heads * headDim);
+            p.seen[0] = seen[r];
+            return p;
         }
 
         /** This ← this ⊕ b per row that b saw (the online-softmax merge); a row's first block is copied. */

@@ -20,8 +20,10 @@ import java.util.concurrent.TimeUnit;
 /**
  * Builds the native kernels' library from their C sources ({@code native/cpu/*.c}, on the class path)
  * with the system C compiler, once per source and compiler: the library is kept in Forkpoint's cache under a name
- * that is the hash of both ({@code native/<hash>/libforkpoint-kernels.so}), written to a temporary name and renamed
- * into place, so that concurrent JVMs and killed builds never leave a half-written library under the real name.
+ * that is the hash of both ({@code native/<hash>/libforkpoint-kernels.so}). Each build writes its sources and output in
+ * a folder of its own ({@code build-*}, removed afterwards; one a killed JVM left is removed by a later build) and
+ * renames the library into place, so that concurrent JVMs and killed builds never leave a half-written library under
+ * the real name.
  * The compiler is {@code $FORKPOINT_CC}, else {@code $CC}, else {@code cc}, {@code gcc}, {@code clang} on the
  * {@code PATH}; none found is an outcome, not an error: the caller runs the Java kernels and says why.
  */

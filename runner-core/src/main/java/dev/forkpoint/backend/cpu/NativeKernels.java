@@ -79,7 +79,26 @@ final class NativeKernels {
      * {@link InvalidInputException} saying why not.
      */
     static Optional<NativeKernels> forChoice(KernelChoice choice) {
-        return choice == KernelChoice.JAVA ? Optional.empty() : forChoice(choice, library(System.getenv()));
+        KernelChoice c = resolve(choice, System.getenv());
+        return c == KernelChoice.JAVA ? Optional.empty() : forChoice(c, library(System.getenv()));
+    }
+
+    /** The environment variable that sets what {@code auto} means: java, native or auto (the default). */
+    static final String ENV = "FORKPOINT_KERNELS";
+
+    /**
+     * {@code choice}, except that {@code auto} follows {@value #ENV} when it is set (so that a whole run — a server, the
+     * test suite — can be put on one kind of kernels); a value of the variable other than java, native or auto is
+     * refused naming it.
+     */
+    static KernelChoice resolve(KernelChoice choice, Map<String, String> env) {
+        String v = env.get(ENV);
+        if (choice != KernelChoice.AUTO || v == null || v.isBlank()) return choice;
+        try {
+            return KernelChoice.parse(v);
+        } catch (InvalidInputException e) {
+            throw new InvalidInputException("$" + ENV + " must be java, native or auto, got '" + v + "'");
+        }
     }
 
     /** {@link #forChoice(KernelChoice)} given what loading the library gave: a {@link Library} or the reason there is none. */

@@ -150,4 +150,66 @@ class CpuAttentionTest {
             }
         }
     }
+
+    @org.junit.jupiter.api.Test
+    void decodeRowsOfSequencesThatShareAPrefixsPagesEqualEachRowAlone() {
+        SplittableRandom r = new SplittableRandom(77);
+        int heads = 8, kvHeads = 2, headDim = 64, kvDim = kvHeads * headDim, pageTokens = 16;
+        for (KvElementType type : KvElementType.values()) {
+            // sequence a holds 1,000 positions; b shares a's pages up to position 400 (inside block 3), c up to 992
+            // and goes on to 1,100: blocks 0-2 lie on the same pages for all three, block 3 for a and c only
+            Pages a = pages(r, 1000, kvDim, pageTokens, type);
+            Pages bTail = pages(r, 1100, kvDim, pageTokens, type), cTail = pages(r, 1100, kvDim, pageTokens, type);
+            Pages b = spliced(a, bTail, 400, 700, kvDim, pageTokens, type);
+            Pages c = spliced(a, cTail, 992, 1100, kvDim, pageTokens, type);
+            Pages[] seqs = {a, b, c, a};
+            int[] length = {1000, 700, 1100, 600};   // the last: a second decode row on a, shorter
+            float[] q = new float[seqs.length * heads * headDim];
+            for (int i = 0; i < q.length; i++) q[i] = (float) (r.nextDouble() * 2 - 1);
+            CpuAttention.Keys[] rows = new CpuAttention.Keys[seqs.length];
+            for (int i = 0; i < seqs.length; i++) rows[i] = seqs[i].keys();
+            CpuAttention attention = new CpuAttention(heads, kvHeads, headDim);
+            float[] batched = new float[q.length];
+            attention.attend(q, rows, length, batched, MANY);
+            for (int t = 0; t < seqs.length; t++) {
+                float[] alone = new float[heads * headDim];
+                attention.attend(Arrays.copyOfRange(q, t * heads * headDim, (t + 1) * heads * headDim), new CpuAttention.Keys[] {rows[t]},
+                        new int[] {length[t]}, alone, ONE);
+                assertArrayEquals(alone, Arrays.copyOfRange(batched, t * heads * headDim, (t + 1) * heads * headDim), type + " row " + t);
+                for (int h = 0; h < heads; h++) {
+                    int g = h / (heads / kvHeads);
+                    double[] sc = new double[length[t]];
+                    double max = Double.NEGATIVE_INFINITY, sum = 0;
+                    for (int p = 0; p < length[t]; p++) {
+                        for (int i = 0; i < headDim; i++) sc[p] += (double) q[(t * heads + h) * headDim + i] * seqs[t].k()[p * kvDim + g * headDim + i];
+                        sc[p] /= Math.sqrt(headDim);
+                        max = Math.max(max, sc[p]);
+                    }
+                    for (int p = 0; p < length[t]; p++) sum += sc[p] = Math.exp(sc[p] - max);
+                    for (int i = 0; i < headDim; i++) {
+                        double o = 0;
+                        for (int p = 0; p < length[t]; p++) o += sc[p] / sum * seqs[t].v()[p * kvDim + g * headDim + i];
+                        assertEquals(o, batched[(t * heads + h) * headDim + i], 2e-5, type + " row " + t + " head " + h);
+                    }
+                }
+            }
+        }
+    }
+
+    /** {@code base}'s pages (the same slabs) for positions below {@code at} (a page boundary), then {@code tail}'s, to len. */
+    static Pages spliced(Pages base, Pages tail, int at, int len, int kvDim, int pageTokens, KvElementType type) {
+        int pages = (len + pageTokens - 1) / pageTokens;
+        MemorySegment[] ks = new MemorySegment[pages], vs = new MemorySegment[pages];
+        for (int p = 0; p < pages; p++) {
+            boolean shared = p < at / pageTokens;
+            ks[p] = shared ? base.keys().keys()[p] : tail.keys().keys()[p];
+            vs[p] = shared ? base.keys().values()[p] : tail.keys().values()[p];
+        }
+        float[] k = new float[len * kvDim], v = new float[len * kvDim];
+        System.arraycopy(base.k(), 0, k, 0, at * kvDim);
+        System.arraycopy(base.v(), 0, v, 0, at * kvDim);
+        System.arraycopy(tail.k(), at * kvDim, k, at * kvDim, (len - at) * kvDim);
+        System.arraycopy(tail.v(), at * kvDim, v, at * kvDim, (len - at) * kvDim);
+        return new Pages(new CpuAttention.Keys(ks, vs, pageTokens, type), k, v);
+    }
 }

@@ -178,6 +178,18 @@ class NativeKernelTest {
     }
 
     @Test
+    void theEnvironmentSetsWhatAutoMeansAndAnExplicitChoiceWins() {
+        assertEquals(KernelChoice.JAVA, NativeKernels.resolve(KernelChoice.AUTO, Map.of(NativeKernels.ENV, "java")));
+        assertEquals(KernelChoice.NATIVE, NativeKernels.resolve(KernelChoice.AUTO, Map.of(NativeKernels.ENV, " Native ")));
+        assertEquals(KernelChoice.AUTO, NativeKernels.resolve(KernelChoice.AUTO, Map.of()));
+        assertEquals(KernelChoice.NATIVE, NativeKernels.resolve(KernelChoice.NATIVE, Map.of(NativeKernels.ENV, "java")));
+        assertEquals(KernelChoice.JAVA, NativeKernels.resolve(KernelChoice.JAVA, Map.of(NativeKernels.ENV, "native")));
+        var e = assertThrows(dev.forkpoint.InvalidInputException.class,
+                () -> NativeKernels.resolve(KernelChoice.AUTO, Map.of(NativeKernels.ENV, "fast")));
+        assertEquals("$FORKPOINT_KERNELS must be java, native or auto, got 'fast'", e.getMessage());
+    }
+
+    @Test
     void withoutACompilerTheKernelsSaySoAndTheBackendRunsJava(@TempDir Path cache) {
         Map<String, String> noCompiler = Map.of("PATH", cache.toString());   // a PATH with no cc, gcc or clang
         assertEquals(Optional.empty(), NativeBuild.compiler(noCompiler));
