@@ -184,7 +184,8 @@ static inline __m512i two_blocks(const uint8_t* a, const uint8_t* b) {
 /*
  * The VNNI kernels take one row at a time and, within it, one pair of blocks at a time for all n tokens: what depends
  * only on the weights (the codes in dot-product order, their correction, the two blocks' scales) is formed once per
- * pair, and per token a pair costs a load, a dot product, a subtraction, a conversion and two multiply-adds.
+ * pair, and per token a pair costs a load, a dot product (accumulated onto the negated correction, so no subtraction),
+ * a conversion and two multiply-adds.
  * vpdpbusd multiplies unsigned bytes by signed ones, so the activations are biased to x + 128 (x ^ 0x80, unsigned) and
  * Σ w·x = Σ w·(x + 128) − 128·Σ w, where 128·Σ w is the weights' own correction: exact in int32, for any weight code
  * (Q8_0's −128 too). Lanes 0–7 of a 512-bit register belong to the first block of the pair, 8–15 to the second.
@@ -217,11 +218,11 @@ FP_EXPORT void fp_q8_0_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t
             const uint8_t* k1 = k0 + 34;
             FP_PREFETCH(k0);
             __m512i wv = two_blocks(k0 + 2, k1 + 2);
-            __m512i correction = _mm512_dpbusd_epi32(zero, bias, wv);   /* 128 · Σ w per lane */
+            __m512i correction = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, bias, wv));   /* −128 · Σ w per lane */
             __m512 dw = _mm512_mask_blend_ps((__mmask16)0xff00, _mm512_set1_ps(half_x86(k0)), _mm512_set1_ps(half_x86(k1)));
             for (int32_t t = 0; t < n; t++) {
                 __m512i xv = _mm512_xor_si512(_mm512_loadu_si512((const void*)(xq + (int64_t)t * blocks * 32 + b * 32)), bias);
-                __m512i s = _mm512_sub_epi32(_mm512_dpbusd_epi32(zero, xv, wv), correction);
+                __m512i s = _mm512_dpbusd_epi32(correction, xv, wv);
                 acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, pair_scales(xd + (int64_t)t * blocks + b)), acc[t]);
             }
         }
@@ -265,11 +266,11 @@ FP_EXPORT void fp_q4_0_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t
             __m512i spread = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(packed, low)),
                                                 _mm256_and_si256(_mm256_srli_epi16(packed, 4), low), 1);   /* [lo b | lo b+1 | hi b | hi b+1] */
             __m512i q = _mm512_sub_epi8(_mm512_shuffle_i64x2(spread, spread, _MM_SHUFFLE(3, 1, 2, 0)), eight);
-            __m512i correction = _mm512_dpbusd_epi32(zero, bias, q);
+            __m512i correction = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, bias, q));   /* −128 · Σ q per lane */
             __m512 dw = _mm512_mask_blend_ps((__mmask16)0xff00, _mm512_set1_ps(half_x86(k0)), _mm512_set1_ps(half_x86(k1)));
             for (int32_t t = 0; t < n; t++) {
                 __m512i xv = _mm512_xor_si512(_mm512_loadu_si512((const void*)(xq + (int64_t)t * blocks * 32 + b * 32)), bias);
-                __m512i s = _mm512_sub_epi32(_mm512_dpbusd_epi32(zero, xv, q), correction);
+                __m512i s = _mm512_dpbusd_epi32(correction, xv, q);
                 acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, pair_scales(xd + (int64_t)t * blocks + b)), acc[t]);
             }
         }

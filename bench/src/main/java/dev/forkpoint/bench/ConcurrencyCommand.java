@@ -58,7 +58,7 @@ final class ConcurrencyCommand implements Callable<Integer> {
     int stepTokens;
 
     @Option(names = "--step-ms", defaultValue = "0",
-            description = "scheduler time bound of a step with decoding streams; 0: twice the decode pass, -1: none (default: ${DEFAULT-VALUE})")
+            description = "scheduler time bound of a step with decoding streams; 0: four decode passes, -1: none (default: ${DEFAULT-VALUE})")
     int stepMillis;
 
     /** One request as a client saw it. */

@@ -175,13 +175,13 @@ public final class Scheduler implements AutoCloseable {
 
     /**
      * How long a step with {@code decodeRows} decoding streams may take: {@link SchedulerOptions#stepMillis()} when set
-     * (never below the decode pass itself), else twice the decode pass alone and at least
+     * (never below the decode pass itself), else {@link SchedulerOptions#AUTO_STEP_FACTOR} decode passes and at least
      * {@link SchedulerOptions#MIN_AUTO_STEP_MILLIS}.
      */
     private long stepBoundNanos(int decodeRows) {
         double decode = costs.estimate(decodeRows);
         if (options.stepMillis() > 0) return (long) Math.max(options.stepMillis() * 1e6, decode);
-        return (long) Math.max(SchedulerOptions.MIN_AUTO_STEP_MILLIS * 1e6, 2 * decode);
+        return (long) Math.max(SchedulerOptions.MIN_AUTO_STEP_MILLIS * 1e6, SchedulerOptions.AUTO_STEP_FACTOR * decode);
     }
     /** Starts waiting requests in order while a slot is free and their worst case fits the pages not reserved. */
     private void admit() {

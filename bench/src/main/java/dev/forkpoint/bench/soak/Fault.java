@@ -185,7 +185,10 @@ enum Fault {
             case STALLED_BODY -> {
                 byte[] whole = utf8(body.toString());
                 yield new Injection(this, "16-bytes", stream, new RawRequest("POST", api.path, headers,
-                        new BodyPlan.Stalled(Arrays.copyOf(whole, 16), whole.length)), ReadPlan.WHOLE, s.stallHold());
+                        new BodyPlan.Stalled(Arrays.copyOf(whole, 16), whole.length)), ReadPlan.WHOLE,
+                        // the server answers once its body timeout runs out after the 16 bytes, which may be as long as
+                        // the client holds the body: the answer is due within the usual deadline after that
+                        s.stallHold().plus(deadline));
             }
             case STALLED_READER -> {
                 body = api.body(t.model(), "Once upon a time there was", 400, true, 0.8, rng.nextLong());
