@@ -202,15 +202,17 @@ static inline __m512 pair_scales(const float* two) {
 /* Per token of a row: n accumulators and the odd last block's sum, then the sums written out. */
 #define FP_VNNI_TOKENS 16
 
-__attribute__((target(FP_VNNI)))
-FP_EXPORT void fp_q8_0_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
-                                       int32_t n, float* out, int32_t out_stride) {
+/* The body of fp_q8_0_rows_avx512vnni for a token count known at compile time (its accumulators then stay in registers). */
+__attribute__((target(FP_VNNI), always_inline))
+static inline void q8_0_rows_vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
+                                       const int32_t n, float* out, int32_t out_stride) {
     const __m512i zero = _mm512_setzero_si512();
     const __m512i bias = _mm512_set1_epi8((char)0x80);
     for (int32_t r = 0; r < rows; r++) {
         const uint8_t* row = w + (int64_t)r * blocks * 34;
         __m512 acc[FP_VNNI_TOKENS];
         float tail[FP_VNNI_TOKENS];
+#pragma GCC unroll 16
         for (int32_t t = 0; t < n; t++) { acc[t] = _mm512_setzero_ps(); tail[t] = 0.0f; }
         int32_t b = 0;
         for (; b + 1 < blocks; b += 2) {
@@ -220,6 +222,7 @@ FP_EXPORT void fp_q8_0_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t
             __m512i wv = two_blocks(k0 + 2, k1 + 2);
             __m512i correction = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, bias, wv));   /* −128 · Σ w per lane */
             __m512 dw = _mm512_mask_blend_ps((__mmask16)0xff00, _mm512_set1_ps(half_x86(k0)), _mm512_set1_ps(half_x86(k1)));
+#pragma GCC unroll 16
             for (int32_t t = 0; t < n; t++) {
                 __m512i xv = _mm512_xor_si512(_mm512_loadu_si512((const void*)(xq + (int64_t)t * blocks * 32 + b * 32)), bias);
                 __m512i s = _mm512_dpbusd_epi32(correction, xv, wv);
@@ -231,13 +234,33 @@ FP_EXPORT void fp_q8_0_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t
             __m256i wv = _mm256_loadu_si256((const __m256i*)(k0 + 2));
             __m256i correction = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8((char)0x80), wv);
             float dw = half_x86(k0);
+#pragma GCC unroll 16
             for (int32_t t = 0; t < n; t++) {
                 __m256i xv = _mm256_xor_si256(_mm256_loadu_si256((const __m256i*)(xq + (int64_t)t * blocks * 32 + b * 32)), _mm256_set1_epi8((char)0x80));
                 __m256i s = _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), xv, wv), correction);
                 tail[t] = hsum256(_mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(dw * xd[(int64_t)t * blocks + b])));
             }
         }
+#pragma GCC unroll 16
         for (int32_t t = 0; t < n; t++) out[(int64_t)t * out_stride + r] = hsum512(acc[t]) + tail[t];
+    }
+}
+
+__attribute__((target(FP_VNNI)))
+FP_EXPORT void fp_q8_0_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
+                                       int32_t n, float* out, int32_t out_stride) {
+    /* one copy per token count: with n a constant the n accumulators are registers, not a stack array that every
+       block pair reads and writes back (a chain through memory that held one token's decode to half the bandwidth) */
+    switch (n) {
+        case 1: q8_0_rows_vnni(w, blocks, rows, xq, xd, 1, out, out_stride); return;
+        case 2: q8_0_rows_vnni(w, blocks, rows, xq, xd, 2, out, out_stride); return;
+        case 3: q8_0_rows_vnni(w, blocks, rows, xq, xd, 3, out, out_stride); return;
+        case 4: q8_0_rows_vnni(w, blocks, rows, xq, xd, 4, out, out_stride); return;
+        case 5: q8_0_rows_vnni(w, blocks, rows, xq, xd, 5, out, out_stride); return;
+        case 6: q8_0_rows_vnni(w, blocks, rows, xq, xd, 6, out, out_stride); return;
+        case 7: q8_0_rows_vnni(w, blocks, rows, xq, xd, 7, out, out_stride); return;
+        case 8: q8_0_rows_vnni(w, blocks, rows, xq, xd, 8, out, out_stride); return;
+        default: q8_0_rows_vnni(w, blocks, rows, xq, xd, n, out, out_stride); return;
     }
 }
 
@@ -245,9 +268,10 @@ FP_EXPORT void fp_q8_0_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t
  * Q4_0: the two blocks' 16 code bytes become, in one register, [low nibbles b | high nibbles b | low b+1 | high b+1]
  * (element order, matching the activations' 64 bytes), minus 8: signed codes −8 … 7.
  */
-__attribute__((target(FP_VNNI)))
-FP_EXPORT void fp_q4_0_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
-                                       int32_t n, float* out, int32_t out_stride) {
+/* The body of fp_q4_0_rows_avx512vnni for a token count known at compile time (its accumulators then stay in registers). */
+__attribute__((target(FP_VNNI), always_inline))
+static inline void q4_0_rows_vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
+                                       const int32_t n, float* out, int32_t out_stride) {
     const __m512i zero = _mm512_setzero_si512();
     const __m512i bias = _mm512_set1_epi8((char)0x80);
     const __m256i low = _mm256_set1_epi8(0x0f);
@@ -256,6 +280,7 @@ FP_EXPORT void fp_q4_0_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t
         const uint8_t* row = w + (int64_t)r * blocks * 18;
         __m512 acc[FP_VNNI_TOKENS];
         float tail[FP_VNNI_TOKENS];
+#pragma GCC unroll 16
         for (int32_t t = 0; t < n; t++) { acc[t] = _mm512_setzero_ps(); tail[t] = 0.0f; }
         int32_t b = 0;
         for (; b + 1 < blocks; b += 2) {
@@ -268,6 +293,7 @@ FP_EXPORT void fp_q4_0_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t
             __m512i q = _mm512_sub_epi8(_mm512_shuffle_i64x2(spread, spread, _MM_SHUFFLE(3, 1, 2, 0)), eight);
             __m512i correction = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, bias, q));   /* −128 · Σ q per lane */
             __m512 dw = _mm512_mask_blend_ps((__mmask16)0xff00, _mm512_set1_ps(half_x86(k0)), _mm512_set1_ps(half_x86(k1)));
+#pragma GCC unroll 16
             for (int32_t t = 0; t < n; t++) {
                 __m512i xv = _mm512_xor_si512(_mm512_loadu_si512((const void*)(xq + (int64_t)t * blocks * 32 + b * 32)), bias);
                 __m512i s = _mm512_dpbusd_epi32(correction, xv, q);
@@ -279,13 +305,33 @@ FP_EXPORT void fp_q4_0_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t
             __m256i q = _mm256_sub_epi8(nibbles_avx2(k0 + 2), _mm256_set1_epi8(8));
             __m256i correction = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8((char)0x80), q);
             float dw = half_x86(k0);
+#pragma GCC unroll 16
             for (int32_t t = 0; t < n; t++) {
                 __m256i xv = _mm256_xor_si256(_mm256_loadu_si256((const __m256i*)(xq + (int64_t)t * blocks * 32 + b * 32)), _mm256_set1_epi8((char)0x80));
                 __m256i s = _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), xv, q), correction);
                 tail[t] = hsum256(_mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(dw * xd[(int64_t)t * blocks + b])));
             }
         }
+#pragma GCC unroll 16
         for (int32_t t = 0; t < n; t++) out[(int64_t)t * out_stride + r] = hsum512(acc[t]) + tail[t];
+    }
+}
+
+__attribute__((target(FP_VNNI)))
+FP_EXPORT void fp_q4_0_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
+                                       int32_t n, float* out, int32_t out_stride) {
+    /* one copy per token count: with n a constant the n accumulators are registers, not a stack array that every
+       block pair reads and writes back (a chain through memory that held one token's decode to half the bandwidth) */
+    switch (n) {
+        case 1: q4_0_rows_vnni(w, blocks, rows, xq, xd, 1, out, out_stride); return;
+        case 2: q4_0_rows_vnni(w, blocks, rows, xq, xd, 2, out, out_stride); return;
+        case 3: q4_0_rows_vnni(w, blocks, rows, xq, xd, 3, out, out_stride); return;
+        case 4: q4_0_rows_vnni(w, blocks, rows, xq, xd, 4, out, out_stride); return;
+        case 5: q4_0_rows_vnni(w, blocks, rows, xq, xd, 5, out, out_stride); return;
+        case 6: q4_0_rows_vnni(w, blocks, rows, xq, xd, 6, out, out_stride); return;
+        case 7: q4_0_rows_vnni(w, blocks, rows, xq, xd, 7, out, out_stride); return;
+        case 8: q4_0_rows_vnni(w, blocks, rows, xq, xd, 8, out, out_stride); return;
+        default: q4_0_rows_vnni(w, blocks, rows, xq, xd, n, out, out_stride); return;
     }
 }
 #endif /* FP_X86 */
