@@ -202,6 +202,28 @@ static inline __m512 pair_scales(const float* two) {
 /* Per token of a row: n accumulators and the odd last block's sum, then the sums written out. */
 #define FP_VNNI_TOKENS 16
 
+/*
+ * The exported VNNI entry point of a kernel KIND over its body KIND_rows_vnni: one copy per token count 1 … 8 (with n
+ * a constant the n accumulators are registers, not a stack array that every block pair reads and writes back — a
+ * chain through memory that held one token's decode to half the bandwidth), the general body for more.
+ */
+#define FP_VNNI_BY_TOKEN_COUNT(KIND)                                                                                  \
+    __attribute__((target(FP_VNNI)))                                                                                  \
+    FP_EXPORT void fp_##KIND##_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq,      \
+                                               const float* xd, int32_t n, float* out, int32_t out_stride) {          \
+        switch (n) {                                                                                                  \
+            case 1: KIND##_rows_vnni(w, blocks, rows, xq, xd, 1, out, out_stride); return;                            \
+            case 2: KIND##_rows_vnni(w, blocks, rows, xq, xd, 2, out, out_stride); return;                            \
+            case 3: KIND##_rows_vnni(w, blocks, rows, xq, xd, 3, out, out_stride); return;                            \
+            case 4: KIND##_rows_vnni(w, blocks, rows, xq, xd, 4, out, out_stride); return;                            \
+            case 5: KIND##_rows_vnni(w, blocks, rows, xq, xd, 5, out, out_stride); return;                            \
+            case 6: KIND##_rows_vnni(w, blocks, rows, xq, xd, 6, out, out_stride); return;                            \
+            case 7: KIND##_rows_vnni(w, blocks, rows, xq, xd, 7, out, out_stride); return;                            \
+            case 8: KIND##_rows_vnni(w, blocks, rows, xq, xd, 8, out, out_stride); return;                            \
+            default: KIND##_rows_vnni(w, blocks, rows, xq, xd, n, out, out_stride); return;                           \
+        }                                                                                                             \
+    }
+
 /* The body of fp_q8_0_rows_avx512vnni for a token count known at compile time (its accumulators then stay in registers). */
 __attribute__((target(FP_VNNI), always_inline))
 static inline void q8_0_rows_vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
@@ -211,7 +233,7 @@ static inline void q8_0_rows_vnni(const uint8_t* w, int32_t blocks, int32_t rows
     for (int32_t r = 0; r < rows; r++) {
         const uint8_t* row = w + (int64_t)r * blocks * 34;
         __m512 acc[FP_VNNI_TOKENS];
-        float tail[FP_VNNI_TOKENS];
+        float tail[FP_VNNI_TOKENS] = {0};
 #pragma GCC unroll 16
         for (int32_t t = 0; t < n; t++) { acc[t] = _mm512_setzero_ps(); tail[t] = 0.0f; }
         int32_t b = 0;
@@ -246,23 +268,7 @@ static inline void q8_0_rows_vnni(const uint8_t* w, int32_t blocks, int32_t rows
     }
 }
 
-__attribute__((target(FP_VNNI)))
-FP_EXPORT void fp_q8_0_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
-                                       int32_t n, float* out, int32_t out_stride) {
-    /* one copy per token count: with n a constant the n accumulators are registers, not a stack array that every
-       block pair reads and writes back (a chain through memory that held one token's decode to half the bandwidth) */
-    switch (n) {
-        case 1: q8_0_rows_vnni(w, blocks, rows, xq, xd, 1, out, out_stride); return;
-        case 2: q8_0_rows_vnni(w, blocks, rows, xq, xd, 2, out, out_stride); return;
-        case 3: q8_0_rows_vnni(w, blocks, rows, xq, xd, 3, out, out_stride); return;
-        case 4: q8_0_rows_vnni(w, blocks, rows, xq, xd, 4, out, out_stride); return;
-        case 5: q8_0_rows_vnni(w, blocks, rows, xq, xd, 5, out, out_stride); return;
-        case 6: q8_0_rows_vnni(w, blocks, rows, xq, xd, 6, out, out_stride); return;
-        case 7: q8_0_rows_vnni(w, blocks, rows, xq, xd, 7, out, out_stride); return;
-        case 8: q8_0_rows_vnni(w, blocks, rows, xq, xd, 8, out, out_stride); return;
-        default: q8_0_rows_vnni(w, blocks, rows, xq, xd, n, out, out_stride); return;
-    }
-}
+FP_VNNI_BY_TOKEN_COUNT(q8_0)
 
 /*
  * Q4_0: the two blocks' 16 code bytes become, in one register, [low nibbles b | high nibbles b | low b+1 | high b+1]
@@ -279,7 +285,7 @@ static inline void q4_0_rows_vnni(const uint8_t* w, int32_t blocks, int32_t rows
     for (int32_t r = 0; r < rows; r++) {
         const uint8_t* row = w + (int64_t)r * blocks * 18;
         __m512 acc[FP_VNNI_TOKENS];
-        float tail[FP_VNNI_TOKENS];
+        float tail[FP_VNNI_TOKENS] = {0};
 #pragma GCC unroll 16
         for (int32_t t = 0; t < n; t++) { acc[t] = _mm512_setzero_ps(); tail[t] = 0.0f; }
         int32_t b = 0;
@@ -317,23 +323,7 @@ static inline void q4_0_rows_vnni(const uint8_t* w, int32_t blocks, int32_t rows
     }
 }
 
-__attribute__((target(FP_VNNI)))
-FP_EXPORT void fp_q4_0_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
-                                       int32_t n, float* out, int32_t out_stride) {
-    /* one copy per token count: with n a constant the n accumulators are registers, not a stack array that every
-       block pair reads and writes back (a chain through memory that held one token's decode to half the bandwidth) */
-    switch (n) {
-        case 1: q4_0_rows_vnni(w, blocks, rows, xq, xd, 1, out, out_stride); return;
-        case 2: q4_0_rows_vnni(w, blocks, rows, xq, xd, 2, out, out_stride); return;
-        case 3: q4_0_rows_vnni(w, blocks, rows, xq, xd, 3, out, out_stride); return;
-        case 4: q4_0_rows_vnni(w, blocks, rows, xq, xd, 4, out, out_stride); return;
-        case 5: q4_0_rows_vnni(w, blocks, rows, xq, xd, 5, out, out_stride); return;
-        case 6: q4_0_rows_vnni(w, blocks, rows, xq, xd, 6, out, out_stride); return;
-        case 7: q4_0_rows_vnni(w, blocks, rows, xq, xd, 7, out, out_stride); return;
-        case 8: q4_0_rows_vnni(w, blocks, rows, xq, xd, 8, out, out_stride); return;
-        default: q4_0_rows_vnni(w, blocks, rows, xq, xd, n, out, out_stride); return;
-    }
-}
+FP_VNNI_BY_TOKEN_COUNT(q4_0)
 #endif /* FP_X86 */
 
 /* ---- arm64: NEON ----------------------------------------------------------------------------------------------- */
