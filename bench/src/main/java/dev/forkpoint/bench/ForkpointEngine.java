@@ -39,14 +39,19 @@ final class ForkpointEngine implements BenchEngine {
 
     /** Forkpoint on the exported folder ({@value #HF_FOLDER}); load it after the GGUF row. */
     static ForkpointEngine loadFolder(Path folder, int threads, int numCtx, int numBatch) throws IOException {
-        LoadedModel model = LoadedModel.load(folder, threads, LoadProgress.NONE);
+        LoadedModel model = LoadedModel.load(folder, threads, LoadProgress.NONE, options(numCtx));
         return new ForkpointEngine(HF_FOLDER, model, -1, numCtx, numBatch);
     }
 
     /** Forkpoint on the GGUF file with the Java kernels ({@value #JAVA_KERNELS}); its memory is the first row's process. */
     static ForkpointEngine loadJavaKernels(Path gguf, int threads, int numCtx, int numBatch) throws IOException {
-        LoadedModel model = LoadedModel.load(gguf, threads, LoadProgress.NONE, EngineOptions.defaults().withKernels(KernelChoice.JAVA));
+        LoadedModel model = LoadedModel.load(gguf, threads, LoadProgress.NONE, options(numCtx).withKernels(KernelChoice.JAVA));
         return new ForkpointEngine(JAVA_KERNELS, model, -1, numCtx, numBatch);
+    }
+
+    /** The engine's options for a run of {@code numCtx} positions: the KV budget derived from that context, as llama.cpp's is. */
+    private static EngineOptions options(int numCtx) {
+        return EngineOptions.defaults().withNumCtx(Math.max(numCtx, 1));
     }
 
     /** The kernels this row's CPU backend multiplies with ("java", "native avx512vnni", …). */
@@ -56,7 +61,7 @@ final class ForkpointEngine implements BenchEngine {
 
     static ForkpointEngine load(Path gguf, int threads, int numCtx, int numBatch) throws IOException {
         try {
-            LoadedModel model = LoadedModel.load(gguf, threads, LoadProgress.NONE);
+            LoadedModel model = LoadedModel.load(gguf, threads, LoadProgress.NONE, options(numCtx));
             return new ForkpointEngine(NAME, model, ResidentMemory.selfKb(), numCtx, numBatch);
         } catch (UnsupportedOperationException e) {
             throw new InvalidInputException("Forkpoint cannot run " + gguf + " in this build: " + e.getMessage()
