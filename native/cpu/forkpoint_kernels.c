@@ -280,8 +280,9 @@ static inline void q4_0_rows_vnni(const uint8_t* w, int32_t blocks, int32_t rows
                                        const int32_t n, float* out, int32_t out_stride) {
     const __m512i zero = _mm512_setzero_si512();
     const __m512i bias = _mm512_set1_epi8((char)0x80);
-    const __m256i low = _mm256_set1_epi8(0x0f);
+    const __m512i low = _mm512_set1_epi8(0x0f);
     const __m512i eight = _mm512_set1_epi8(8);
+    const __m512i nibble_shift = _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0);   /* 64-bit lanes 0–7: 0, 0, 4, 4, 0, 0, 4, 4 */
     for (int32_t r = 0; r < rows; r++) {
         const uint8_t* row = w + (int64_t)r * blocks * 18;
         __m512 acc[FP_VNNI_TOKENS];
@@ -293,10 +294,11 @@ static inline void q4_0_rows_vnni(const uint8_t* w, int32_t blocks, int32_t rows
             const uint8_t* k0 = row + (int64_t)b * 18;
             const uint8_t* k1 = k0 + 18;
             FP_PREFETCH(k0);
-            __m256i packed = _mm256_loadu2_m128i((const __m128i*)(k1 + 2), (const __m128i*)(k0 + 2));
-            __m512i spread = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(packed, low)),
-                                                _mm256_and_si256(_mm256_srli_epi16(packed, 4), low), 1);   /* [lo b | lo b+1 | hi b | hi b+1] */
-            __m512i q = _mm512_sub_epi8(_mm512_shuffle_i64x2(spread, spread, _MM_SHUFFLE(3, 1, 2, 0)), eight);
+            /* [b | b | b+1 | b+1] (each block's 16 code bytes twice), then shifted by 0 or 4 per 128-bit lane and masked:
+               [lo b | hi b | lo b+1 | hi b+1], the activations' element order, in five instructions */
+            __m512i twice = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)(k0 + 2)))),
+                                               _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)(k1 + 2))), 1);
+            __m512i q = _mm512_sub_epi8(_mm512_and_si512(_mm512_srlv_epi64(twice, nibble_shift), low), eight);
             __m512i correction = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, bias, q));   /* −128 · Σ q per lane */
             __m512 dw = _mm512_mask_blend_ps((__mmask16)0xff00, _mm512_set1_ps(half_x86(k0)), _mm512_set1_ps(half_x86(k1)));
 #pragma GCC unroll 16
