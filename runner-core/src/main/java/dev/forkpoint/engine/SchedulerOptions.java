@@ -25,8 +25,8 @@ public record SchedulerOptions(int parallel, int queueLimit, int stepTokens, int
     public static final int MIN_AUTO_STEP_MILLIS = 20;
     /**
      * The automatic step bound in decode passes. Measured with {@code bench concurrency} (1B Q4_0, 2 cores, 4 streams, a
-     * 100-token prompt each): 2 kept inter-token gaps under 0.4 s but starved the prompts (p95 TTFT 5.6× one stream's),
-     * no bound gave 1.6× but froze streams for up to 4.4 s at each arrival.
+     * 100-token prompt each; p95 TTFT over one stream's, longest inter-token gap): 2 passes 5.6× and 0.37 s (the
+     * prompts starve), no bound 4.4× and 6.2 s (streams freeze at each arrival), 4 passes 3.3× and 0.37 s.
      */
     public static final int AUTO_STEP_FACTOR = 4;
     /** {@link #stepMillis()}: no time bound (prefill chunks as large as the token budget and num_batch allow). */

@@ -78,9 +78,10 @@ final class CpuAttention {
                 Work w = new Work();
                 for (int tile = from; tile < to; tile++) {
                     int t0 = tileStart[tile], t1 = tileStart[tile + 1];
+                    int[] list = rowsOf(t0, t1);
                     w.run.reset(t1 - t0, heads, headDim);
                     for (int b = 0, n = blocks(length[t1 - 1]); b < n; b++) {
-                        block(q, rows, length, t0, t1, b, w, w.block);
+                        block(q, rows, length, list, b, w, w.block);
                         w.run.fold(w.block);
                     }
                     w.run.finish(out, t0 * heads * headDim);
@@ -94,11 +95,15 @@ final class CpuAttention {
         int[] firstBlock = new int[tileCount + 1];
         for (int tile = 0; tile < tileCount; tile++) firstBlock[tile + 1] = firstBlock[tile] + blocks(length[tileStart[tile + 1] - 1]);
         int units = firstBlock[tileCount];
+        // pages can be shared only between the decode rows (one-row tiles) of two sequences or more
+        java.util.Set<Keys> sequences = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        for (int tile = 0; tile < tileCount; tile++) if (tileStart[tile + 1] - tileStart[tile] == 1) sequences.add(rows[tileStart[tile]]);
+        boolean mayShare = sequences.size() > 1;
         List<int[]> groups = new ArrayList<>();
         Map<List<Long>, List<Integer>> shared = new LinkedHashMap<>();
         for (int i = 0; i < units; i++) {
             int tile = tileOf(firstBlock, i), t0 = tileStart[tile], b = i - firstBlock[tile];
-            if (tileStart[tile + 1] - t0 == 1 && (b + 1) * KEY_BLOCK <= length[t0]) {
+            if (mayShare && tileStart[tile + 1] - t0 == 1 && (b + 1) * KEY_BLOCK <= length[t0]) {
                 shared.computeIfAbsent(pages(rows[t0], b), k -> new ArrayList<>()).add(i);
             } else {
                 groups.add(new int[] {i});
@@ -117,7 +122,7 @@ final class CpuAttention {
                 int first = tileOf(firstBlock, members[0]), b = members[0] - firstBlock[first];
                 int[] list;
                 if (members.length == 1) {
-                    list = java.util.stream.IntStream.range(tileStart[first], tileStart[first + 1]).toArray();
+                    list = rowsOf(tileStart[first], tileStart[first + 1]);
                 } else {
                     list = new int[members.length];
                     for (int m = 0; m < members.length; m++) list[m] = tileStart[tileOf(firstBlock, members[m])];
@@ -171,19 +176,18 @@ final class CpuAttention {
         final float[] row = new float[kvDim];
     }
 
-    /**
-     * The softmax partial of block b for rows [t0, t1) (consecutive positions of one sequence): for each row that sees
-     * part of the block, and each head, the block's maximum score, the sum of exp(score − max) and Σ exp(score − max)·V.
-     */
-    private void block(float[] q, Keys[] rows, int[] length, int t0, int t1, int b, Work w, Partial into) {
+    /** The rows t0 … t1 − 1 as a list. */
+    private static int[] rowsOf(int t0, int t1) {
         int[] list = new int[t1 - t0];
         for (int t = t0; t < t1; t++) list[t - t0] = t;
-        block(q, rows, length, list, b, w, into);
+        return list;
     }
 
     /**
-     * {@link #block(float[], Keys[], int[], int, int, int, Work, Partial)} for the rows {@code list} (row r of the
-     * partial is list[r]), which all read block b from the same pages: each K and V row is read once for all of them.
+     * The softmax partial of block b for the rows {@code list} (row r of the partial is list[r]: a tile's consecutive
+     * rows, or decode rows whose block lies on the same pages): for each row that sees part of the block, and each
+     * head, the block's maximum score, the sum of exp(score − max) and Σ exp(score − max)·V. Each K and V row is read
+     * once for all of them.
      */
     private void block(float[] q, Keys[] rows, int[] length, int[] list, int b, Work w, Partial into) {
         int count = list.length;

@@ -165,6 +165,14 @@ final class NativeKernels {
 
     Variant variant() { return variant; }
 
+    /**
+     * {@link PackedMatrix#invariantTokens()} of a matrix on {@code kernels}: any token count on the native kernels (a
+     * token's results never depend on n), the Java decode kernels' bound without them (null).
+     */
+    static int invariantTokens(NativeKernels kernels) {
+        return kernels != null ? Integer.MAX_VALUE : KernelSupport.DECODE_MAX_ROWS;
+    }
+
     /** Tokens one native call takes: the kernels keep one accumulator per token in registers. */
     static final int MAX_TOKENS = 16;
 

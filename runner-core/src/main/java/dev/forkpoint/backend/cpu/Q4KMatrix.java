@@ -48,11 +48,11 @@ final class Q4KMatrix implements PackedMatrix {
 
     public String typeName() { return "Q4_K"; }
 
-    /** Which kernels multiply: "java", or the native variant ("native avx512vnni"). */
     public int invariantTokens() {
-        return nativeKernels != null ? Integer.MAX_VALUE : KernelSupport.DECODE_MAX_ROWS;
+        return NativeKernels.invariantTokens(nativeKernels);
     }
 
+    /** Which kernels multiply: "java", or the native variant ("native avx512vnni"). */
     String kernels() { return nativeKernels == null ? "java" : "native " + nativeKernels.variant().suffix; }
     public int rows() { return rows; }
     public int cols() { return cols; }

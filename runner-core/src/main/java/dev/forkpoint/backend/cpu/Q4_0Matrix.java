@@ -49,11 +49,11 @@ final class Q4_0Matrix implements PackedMatrix {
 
     public String typeName() { return "Q4_0"; }
 
-    /** Which kernels multiply: "java", or the native variant ("native avx512vnni"). */
     public int invariantTokens() {
-        return nativeKernels != null ? Integer.MAX_VALUE : KernelSupport.DECODE_MAX_ROWS;
+        return NativeKernels.invariantTokens(nativeKernels);
     }
 
+    /** Which kernels multiply: "java", or the native variant ("native avx512vnni"). */
     String kernels() { return nativeKernels == null ? "java" : "native " + nativeKernels.variant().suffix; }
     public int rows() { return rows; }
     public int cols() { return cols; }
