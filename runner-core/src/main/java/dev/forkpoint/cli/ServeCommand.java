@@ -3,6 +3,7 @@ package dev.forkpoint.cli;
 import dev.forkpoint.backend.BackendChoice;
 import dev.forkpoint.InvalidInputException;
 import dev.forkpoint.engine.EngineOptions;
+import dev.forkpoint.engine.SchedulerOptions;
 import dev.forkpoint.engine.LoadedModel;
 import dev.forkpoint.kvcache.KvElementType;
 import dev.forkpoint.server.ForkpointServer;
@@ -67,6 +68,12 @@ final class ServeCommand implements Callable<Integer> {
 
     @Option(names = "--queue-limit", paramLabel = "N", description = "Requests waiting per model beyond the running ones; more get 503 with Retry-After; default: $OLLAMA_MAX_QUEUE, else this.")
     int queueLimit = DEFAULT_QUEUE_LIMIT;
+
+    @Option(names = "--step-ms", paramLabel = "MS",
+            description = "While streams decode, a scheduler step (their decode tokens plus prefill chunks of new prompts) takes about this long"
+                    + " at most, which bounds their inter-token latency during a long prefill; 0 = four decode passes (at least "
+                    + SchedulerOptions.MIN_AUTO_STEP_MILLIS + " ms), -1 = no time bound.")
+    int stepMillis = 0;
 
     @Option(names = "--max-loaded-models", paramLabel = "N",
             description = "Store models loaded at once (the idle one used least recently is unloaded to load another); 0 = $OLLAMA_MAX_LOADED_MODELS, else no limit.")
@@ -165,7 +172,7 @@ final class ServeCommand implements Callable<Integer> {
         EngineOptions engine = new EngineOptions(kvCacheBytes, kv, Math.max(2, par + 1), checkpointBytes, choice, ctx, backend.mlxLib, backend.kernelChoice());
         return new ServerConfig(h, p, models, par, queue, apiKey, threads, engine, keep, maxBodyBytes, env.env(),
                 new RequestGuards(Duration.ofSeconds(bodyTimeoutSeconds), bodiesPerClient, allowedHosts, origins)
-                        .withOriginsFrom(ollama.origins()), maxLoaded);
+                        .withOriginsFrom(ollama.origins()), maxLoaded, stepMillis);
     }
 
     /** Whether the option was given on the command line (not just its default). */

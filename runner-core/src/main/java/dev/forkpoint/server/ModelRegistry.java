@@ -320,7 +320,7 @@ public final class ModelRegistry implements AutoCloseable {
         }
         Scheduler scheduler;
         try {
-            scheduler = new Scheduler(model, SchedulerOptions.defaults().withParallel(config.parallel()).withQueueLimit(config.queueLimit()));
+            scheduler = new Scheduler(model, config.schedulerOptions());
         } catch (RuntimeException | Error ex) {
             model.close();
             throw ex;

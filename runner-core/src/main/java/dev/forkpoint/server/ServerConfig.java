@@ -2,6 +2,7 @@ package dev.forkpoint.server;
 
 import dev.forkpoint.InvalidInputException;
 import dev.forkpoint.engine.EngineOptions;
+import dev.forkpoint.engine.SchedulerOptions;
 
 import java.nio.file.Path;
 import java.time.Duration;
@@ -29,10 +30,12 @@ import java.util.Map;
  * @param maxLoadedModels store models loaded at once ({@code --max-loaded-models}, {@code OLLAMA_MAX_LOADED_MODELS}): to
  *                      load one more, the idle model used least recently is unloaded first (none idle → 503); with
  *                      {@code --model}, at most this many may be given; 0 = no limit
+ * @param stepMillis    the time bound of a scheduler step that has decoding streams ({@code --step-ms};
+ *                      {@link dev.forkpoint.engine.SchedulerOptions#stepMillis()}: 0 automatic, −1 unbounded)
  */
 public record ServerConfig(String host, int port, List<String> models, int parallel, int queueLimit, String apiKey,
                            int threads, EngineOptions engine, Duration keepAlive, long maxBodyBytes,
-                           Map<String, String> env, RequestGuards guards, int maxLoadedModels) {
+                           Map<String, String> env, RequestGuards guards, int maxLoadedModels, int stepMillis) {
     public static final String DEFAULT_HOST = "127.0.0.1";
     public static final int DEFAULT_PORT = 11434;
     public static final Duration DEFAULT_KEEP_ALIVE = Duration.ofMinutes(5);
@@ -56,6 +59,16 @@ public record ServerConfig(String host, int port, List<String> models, int paral
             throw new InvalidInputException(models.size() + " models are given with --model, but at most " + maxLoadedModels
                     + " may be loaded (--max-loaded-models / OLLAMA_MAX_LOADED_MODELS)");
         }
+        if (stepMillis < SchedulerOptions.UNBOUNDED) {
+            throw new InvalidInputException("--step-ms must be >= 0 (0: automatic) or -1 (no time bound), got " + stepMillis);
+        }
+    }
+
+    /** A configuration with the automatic step bound. */
+    public ServerConfig(String host, int port, List<String> models, int parallel, int queueLimit, String apiKey,
+                        int threads, EngineOptions engine, Duration keepAlive, long maxBodyBytes, Map<String, String> env,
+                        RequestGuards guards, int maxLoadedModels) {
+        this(host, port, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env, guards, maxLoadedModels, 0);
     }
 
     /** A configuration with no limit on loaded models. */
@@ -78,31 +91,38 @@ public record ServerConfig(String host, int port, List<String> models, int paral
                 DEFAULT_MAX_BODY_BYTES, System.getenv());
     }
 
-    public ServerConfig withPort(int p) { return new ServerConfig(host, p, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env, guards, maxLoadedModels); }
+    public ServerConfig withPort(int p) { return new ServerConfig(host, p, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env, guards, maxLoadedModels, stepMillis); }
 
-    public ServerConfig withHost(String h) { return new ServerConfig(h, port, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env, guards, maxLoadedModels); }
+    public ServerConfig withHost(String h) { return new ServerConfig(h, port, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env, guards, maxLoadedModels, stepMillis); }
 
-    public ServerConfig withModels(List<String> m) { return new ServerConfig(host, port, m, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env, guards, maxLoadedModels); }
+    public ServerConfig withModels(List<String> m) { return new ServerConfig(host, port, m, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env, guards, maxLoadedModels, stepMillis); }
 
     public ServerConfig withModel(Path file) { return withModels(List.of(file.toString())); }
 
-    public ServerConfig withParallel(int n) { return new ServerConfig(host, port, models, n, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env, guards, maxLoadedModels); }
+    public ServerConfig withParallel(int n) { return new ServerConfig(host, port, models, n, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env, guards, maxLoadedModels, stepMillis); }
 
-    public ServerConfig withQueueLimit(int n) { return new ServerConfig(host, port, models, parallel, n, apiKey, threads, engine, keepAlive, maxBodyBytes, env, guards, maxLoadedModels); }
+    public ServerConfig withQueueLimit(int n) { return new ServerConfig(host, port, models, parallel, n, apiKey, threads, engine, keepAlive, maxBodyBytes, env, guards, maxLoadedModels, stepMillis); }
 
-    public ServerConfig withApiKey(String key) { return new ServerConfig(host, port, models, parallel, queueLimit, key, threads, engine, keepAlive, maxBodyBytes, env, guards, maxLoadedModels); }
+    public ServerConfig withApiKey(String key) { return new ServerConfig(host, port, models, parallel, queueLimit, key, threads, engine, keepAlive, maxBodyBytes, env, guards, maxLoadedModels, stepMillis); }
 
-    public ServerConfig withThreads(int n) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, n, engine, keepAlive, maxBodyBytes, env, guards, maxLoadedModels); }
+    public ServerConfig withThreads(int n) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, n, engine, keepAlive, maxBodyBytes, env, guards, maxLoadedModels, stepMillis); }
 
-    public ServerConfig withEngine(EngineOptions e) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, e, keepAlive, maxBodyBytes, env, guards, maxLoadedModels); }
+    public ServerConfig withEngine(EngineOptions e) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, e, keepAlive, maxBodyBytes, env, guards, maxLoadedModels, stepMillis); }
 
-    public ServerConfig withKeepAlive(Duration d) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, engine, d, maxBodyBytes, env, guards, maxLoadedModels); }
+    public ServerConfig withKeepAlive(Duration d) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, engine, d, maxBodyBytes, env, guards, maxLoadedModels, stepMillis); }
 
-    public ServerConfig withMaxBodyBytes(long n) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, n, env, guards, maxLoadedModels); }
+    public ServerConfig withMaxBodyBytes(long n) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, n, env, guards, maxLoadedModels, stepMillis); }
 
-    public ServerConfig withGuards(RequestGuards g) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env, g, maxLoadedModels); }
+    public ServerConfig withGuards(RequestGuards g) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env, g, maxLoadedModels, stepMillis); }
 
-    public ServerConfig withEnv(Map<String, String> e) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, e, guards, maxLoadedModels); }
+    public ServerConfig withEnv(Map<String, String> e) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, e, guards, maxLoadedModels, stepMillis); }
 
-    public ServerConfig withMaxLoadedModels(int n) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env, guards, n); }
+    public ServerConfig withMaxLoadedModels(int n) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env, guards, n, stepMillis); }
+
+    public ServerConfig withStepMillis(int ms) { return new ServerConfig(host, port, models, parallel, queueLimit, apiKey, threads, engine, keepAlive, maxBodyBytes, env, guards, maxLoadedModels, ms); }
+
+    /** What each loaded model's scheduler runs with: parallel, the queue limit and the step bound. */
+    public SchedulerOptions schedulerOptions() {
+        return SchedulerOptions.defaults().withParallel(parallel).withQueueLimit(queueLimit).withStepMillis(stepMillis);
+    }
 }

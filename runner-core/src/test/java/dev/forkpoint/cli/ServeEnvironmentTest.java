@@ -101,6 +101,18 @@ class ServeEnvironmentTest {
     }
 
     @Test
+    void stepMsSetsTheSchedulersTimeBound() {
+        assertEquals(0, ServeArgs.parse(env()).config().schedulerOptions().stepMillis(), "0: four decode passes");
+        var s = ServeArgs.parse(env(ALL), "--step-ms", "150").config().schedulerOptions();
+        assertEquals(150, s.stepMillis());
+        assertEquals(3, s.parallel(), "OLLAMA_NUM_PARALLEL reaches the scheduler too");
+        assertEquals(7, s.queueLimit());
+        assertEquals(-1, ServeArgs.parse(env(), "--step-ms", "-1").config().schedulerOptions().stepMillis());
+        var e = assertThrows(InvalidInputException.class, () -> ServeArgs.parse(env(), "--step-ms", "-2"));
+        assertEquals("--step-ms must be >= 0 (0: automatic) or -1 (no time bound), got -2", e.getMessage());
+    }
+
+    @Test
     void unsupportedVariablesAreNamedOnceAtStartUp() {
         ServeArgs s = ServeArgs.parse(env("OLLAMA_FLASH_ATTENTION", "1", "OLLAMA_SCHED_SPREAD", "true", "OLLAMA_CONTEXT_LENGTH", "8192"));
         String[] lines = s.err().split("\n");

@@ -18,11 +18,13 @@ import dev.forkpoint.tensor.WeightSource;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
+import java.util.function.Supplier;
 
 /** The pure-Java backend: Vector API kernels on a fixed pool of threads, weights read in place from the mapping. */
 public final class CpuBackend implements Backend {
     private final WorkerPool pool;
     private final CpuOps ops;
+    private final StepBuffers buffers = new StepBuffers(StepBuffers.DEFAULT_LIMIT_BYTES);
     private final NativeKernels nativeKernels;   // null: the Java kernels only
     private volatile int invariantRows = Integer.MAX_VALUE;   // the least of the matrices made so far
 
@@ -39,7 +41,7 @@ public final class CpuBackend implements Backend {
     public CpuBackend(int threads, KernelChoice kernels) {
         this.nativeKernels = NativeKernels.forChoice(kernels).orElse(null);
         this.pool = new WorkerPool(threads);
-        this.ops = new CpuOps(pool);
+        this.ops = new CpuOps(pool, buffers);
     }
 
     /** The kernels in use: "java", or "native VARIANT" (avx512vnni, avx2, neon, c). */
@@ -115,6 +117,26 @@ public final class CpuBackend implements Backend {
     }
 
     public Ops ops() { return ops; }
+
+    /**
+     * Runs the step on the calling thread with the ops' activation arrays reused from the previous step
+     * ({@link StepBuffers}): a decode loop allocates no activations after its first step. A step that overlaps another
+     * (on another thread) allocates its own, as ops called outside a step do.
+     */
+    @Override
+    public <T> T runStep(Supplier<T> step) {
+        if (!buffers.open()) return step.get();
+        try {
+            return step.get();
+        } finally {
+            buffers.close();
+        }
+    }
+
+    /** Bytes of activation arrays kept between steps for reuse (at most {@link StepBuffers#DEFAULT_LIMIT_BYTES}). */
+    public long keptStepBytes() { return buffers.keptBytes(); }
+
+    StepBuffers stepBuffers() { return buffers; }
 
     /** What the kernels run with here, for {@code forkpoint doctor}: "Java Vector API, 512-bit float vectors (16 lanes)". */
     public static String kernels() {

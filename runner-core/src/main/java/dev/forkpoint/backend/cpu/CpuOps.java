@@ -22,9 +22,16 @@ final class CpuOps implements Ops {
     private static final ByteOrder NATIVE = ByteOrder.nativeOrder();
 
     private final WorkerPool pool;
+    private final StepBuffers buffers;
 
+    /** Ops whose outputs are always new arrays (no step reuses them). */
     CpuOps(WorkerPool pool) {
+        this(pool, new StepBuffers(0));
+    }
+
+    CpuOps(WorkerPool pool, StepBuffers buffers) {
         this.pool = pool;
+        this.buffers = buffers;
     }
 
     private static CpuActivation cpu(Activation a) { return (CpuActivation) a; }
@@ -32,7 +39,7 @@ final class CpuOps implements Ops {
 
     public Activation embed(Weight table, int[] tokens) {
         CpuWeight t = cpu(table);
-        CpuActivation out = CpuActivation.zeros(tokens.length, t.cols());
+        CpuActivation out = new CpuActivation(buffers.floats(tokens.length * t.cols()), tokens.length, t.cols());
         for (int i = 0; i < tokens.length; i++) {
             if (tokens[i] < 0 || tokens[i] >= t.rows()) {
                 throw new IllegalArgumentException("token id " + tokens[i] + " outside the vocabulary of " + t.rows());
@@ -53,7 +60,7 @@ final class CpuOps implements Ops {
             throw new IllegalArgumentException(gamma.name() + " has " + g.length + " values for groups of " + headDim + " in width " + in.width());
         }
         float[] src = in.data();
-        float[] dst = new float[src.length];
+        float[] dst = buffers.floats(src.length);
         int groups = src.length / headDim;
         forRows(groups, in.tokens(), (from, to) -> {
             for (int r = from; r < to; r++) normalize(src, dst, r * headDim, headDim, g, eps);
@@ -81,7 +88,7 @@ final class CpuOps implements Ops {
         if (in.width() != weight.cols()) {
             throw new IllegalArgumentException(w.name() + " takes " + weight.cols() + " inputs, the activation has " + in.width());
         }
-        float[] out = new float[in.tokens() * weight.rows()];
+        float[] out = buffers.floats(in.tokens() * weight.rows());
         weight.matrix().multiply(in.data(), in.tokens(), out, pool);
         return new CpuActivation(out, in.tokens(), weight.rows());
     }
@@ -90,7 +97,7 @@ final class CpuOps implements Ops {
         CpuActivation in = cpu(x);
         float[] b = cpu(bias).requireVector();
         if (b.length != in.width()) throw new IllegalArgumentException(bias.name() + " has " + b.length + " values for width " + in.width());
-        float[] out = in.data().clone();
+        float[] out = copy(in.data());
         for (int t = 0; t < in.tokens(); t++) {
             int off = t * b.length;
             for (int i = 0; i < b.length; i++) out[off + i] += b[i];
@@ -104,9 +111,9 @@ final class CpuOps implements Ops {
         int heads = in.width() / headDim;
         int half = rope.dims() / 2;
         double[] inv = rope.inverseFrequencies();
-        float[] out = in.data().clone();
-        float[] cos = new float[half];
-        float[] sin = new float[half];
+        float[] out = copy(in.data());
+        float[] cos = buffers.floats(half);
+        float[] sin = buffers.floats(half);
         for (int t = 0; t < in.tokens(); t++) {
             for (int i = 0; i < half; i++) {
                 double angle = positions[t] * inv[i];
@@ -164,7 +171,7 @@ final class CpuOps implements Ops {
             rows[t] = perSegment[segmentOf[t]];
             length[t] = positionOf[t] + 1;
         }
-        float[] out = new float[tokens * heads * headDim];
+        float[] out = buffers.floats(tokens * heads * headDim);
         new CpuAttention(heads, kvHeads, headDim).attend(qa.data(), rows, length, out, pool);
         return new CpuActivation(out, tokens, heads * headDim);
     }
@@ -183,7 +190,7 @@ final class CpuOps implements Ops {
     public Activation swiglu(Activation gate, Activation up) {
         CpuActivation g = cpu(gate), u = cpu(up);
         sameShape(g, u, "swiglu");
-        float[] out = new float[g.data().length];
+        float[] out = buffers.floats(g.data().length);
         forRows(g.tokens(), g.tokens(), (from, to) -> {
             for (int i = from * g.width(); i < to * g.width(); i++) {
                 float x = g.data()[i];
@@ -196,14 +203,14 @@ final class CpuOps implements Ops {
     public Activation add(Activation a, Activation b) {
         CpuActivation x = cpu(a), y = cpu(b);
         sameShape(x, y, "add");
-        float[] out = new float[x.data().length];
+        float[] out = buffers.floats(x.data().length);
         for (int i = 0; i < out.length; i++) out[i] = x.data()[i] + y.data()[i];
         return new CpuActivation(out, x.tokens(), x.width());
     }
 
     public Activation rows(Activation x, int[] rows) {
         CpuActivation in = cpu(x);
-        float[] out = new float[rows.length * in.width()];
+        float[] out = buffers.floats(rows.length * in.width());
         for (int i = 0; i < rows.length; i++) {
             if (rows[i] < 0 || rows[i] >= in.tokens()) throw new IndexOutOfBoundsException("row " + rows[i] + " of " + in.tokens());
             System.arraycopy(in.data(), rows[i] * in.width(), out, i * in.width(), in.width());
@@ -216,7 +223,7 @@ final class CpuOps implements Ops {
         int w = in.width();
         for (int c : columns) if (c < 0 || c >= w) throw new IndexOutOfBoundsException("column " + c + " of " + w);
         float[] src = in.data();
-        float[] out = new float[in.tokens() * columns.length];
+        float[] out = buffers.floats(in.tokens() * columns.length);
         for (int t = 0; t < in.tokens(); t++) {
             int s = t * w, d = t * columns.length;
             for (int i = 0; i < columns.length; i++) out[d + i] = src[s + columns[i]];
@@ -232,7 +239,7 @@ final class CpuOps implements Ops {
         CpuActivation in = cpu(x);
         if (headDim <= 0 || in.width() % headDim != 0) throw new IllegalArgumentException("heads of " + headDim + " in width " + in.width());
         float[] src = in.data();
-        float[] dst = new float[src.length];
+        float[] dst = buffers.floats(src.length);
         int groups = src.length / headDim;
         forRows(groups, in.tokens(), (from, to) -> {
             for (int r = from; r < to; r++) {
@@ -272,7 +279,7 @@ final class CpuOps implements Ops {
             throw new IllegalArgumentException("sigmoid gate of " + g.tokens() + "×" + g.width() + " for " + in.tokens() + "×" + in.width());
         }
         float[] src = in.data(), gs = g.data();
-        float[] out = new float[src.length];
+        float[] out = buffers.floats(src.length);
         int w = in.width();
         boolean perRow = g.width() == 1;
         for (int i = 0; i < out.length; i++) {
@@ -294,6 +301,13 @@ final class CpuOps implements Ops {
             System.arraycopy(l.data(), t * l.width(), rows[t], 0, l.width());
         }
         return rows;
+    }
+
+    /** A step buffer holding src's values. */
+    private float[] copy(float[] src) {
+        float[] out = buffers.floats(src.length);
+        System.arraycopy(src, 0, out, 0, src.length);
+        return out;
     }
 
     private static void sameShape(CpuActivation a, CpuActivation b, String op) {
