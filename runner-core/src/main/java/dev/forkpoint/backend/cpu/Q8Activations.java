@@ -13,7 +13,8 @@ import jdk.incubator.vector.VectorSpecies;
  * <li>Q8_K blocks of 256 (quantize_row_q8_K_ref): with max the value of largest magnitude, iscale = −127 / max,
  * q = min(127, round-half-even(iscale · x)), d = 1 / iscale (a float); {@code sums} holds Σq per 16 values.</li>
  * </ul>
- * Q8_0 activations have no {@code sums} (null).
+ * Q8_0 activations have no {@code sums} (null). Inside an engine step the arrays come from the step's
+ * {@link StepBuffers} (a decode loop quantises into the same arrays every step): they live for the multiply that made them.
  */
 record Q8Activations(short[] q, float[] d, short[] sums, int blockSize) {
     private static final VectorSpecies<Float> F = KernelSupport.F;
@@ -24,8 +25,8 @@ record Q8Activations(short[] q, float[] d, short[] sums, int blockSize) {
     /** Q8_0 quantisation of n rows of cols values. */
     static Q8Activations q8_0(float[] x, int n, int cols) {
         int blocks = n * cols / 32;
-        short[] q = new short[n * cols];
-        float[] d = new float[blocks];
+        short[] q = StepBuffers.shortsHere(n * cols);
+        float[] d = StepBuffers.floatsHere(blocks);
         for (int b = 0; b < blocks; b++) {
             int o = b * 32;
             FloatVector m = FloatVector.fromArray(F, x, o).abs();
@@ -45,9 +46,9 @@ record Q8Activations(short[] q, float[] d, short[] sums, int blockSize) {
     /** Q8_K quantisation of n rows of cols values (cols a multiple of 256). */
     static Q8Activations q8_K(float[] x, int n, int cols) {
         int blocks = n * cols / 256;
-        short[] q = new short[n * cols];
-        float[] d = new float[blocks];
-        short[] sums = new short[blocks * 16];
+        short[] q = StepBuffers.shortsHere(n * cols);
+        float[] d = StepBuffers.floatsHere(blocks);
+        short[] sums = StepBuffers.shortsHere(blocks * 16);
         for (int b = 0; b < blocks; b++) {
             int o = b * 256;
             FloatVector m = FloatVector.fromArray(F, x, o).abs();
@@ -81,14 +82,14 @@ record Q8Activations(short[] q, float[] d, short[] sums, int blockSize) {
      * {@link #sums} too, as they are (int16).
      */
     byte[] codes() {
-        byte[] b = new byte[q.length];
+        byte[] b = StepBuffers.bytesHere(q.length);
         for (int i = 0; i < b.length; i++) b[i] = (byte) q[i];
         return b;
     }
 
     /** The activations these quants stand for, q · d, as floats (token-major like the input). */
     float[] dequantized() {
-        float[] out = new float[q.length];
+        float[] out = StepBuffers.floatsHere(q.length);
         for (int b = 0; b < q.length / blockSize; b++) {
             float scale = d[b];
             for (int i = b * blockSize; i < (b + 1) * blockSize; i += L) {

@@ -12,7 +12,15 @@ import dev.forkpoint.kvcache.SequenceKv;
 import dev.forkpoint.model.Architecture;
 import dev.forkpoint.model.ModelConfig;
 import dev.forkpoint.model.ModelFiles;
+import dev.forkpoint.backend.KernelChoice;
+import dev.forkpoint.convert.ModelQuantizer;
+import dev.forkpoint.tensor.GgmlType;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+import java.nio.file.Path;
 
 import java.util.ArrayList;
 import java.util.IdentityHashMap;
@@ -67,6 +75,31 @@ class StepBuffersTest {
     }
 
     @Test
+    void shortsAndBytesAreReusedLikeFloatsAndCodeWithoutTheBuffersGetsItsOwn() {
+        var b = new StepBuffers(1 << 20);
+        assertEquals(null, StepBuffers.onThisThread());
+        short[] outside = StepBuffers.shortsHere(32);
+        b.open();
+        assertSame(b, StepBuffers.onThisThread());
+        short[] s = StepBuffers.shortsHere(32);
+        byte[] c = StepBuffers.bytesHere(32);
+        assertNotSame(outside, s);
+        s[0] = 5;
+        c[1] = 6;
+        b.close();
+        assertEquals(null, StepBuffers.onThisThread(), "closed: nothing open on this thread");
+        b.open();
+        short[] s2 = StepBuffers.shortsHere(32);
+        byte[] c2 = StepBuffers.bytesHere(32);
+        assertSame(s, s2);
+        assertSame(c, c2);
+        assertEquals(0, s2[0]);
+        assertEquals(0, c2[1]);
+        b.close();
+        assertEquals(2L * 32 + 32, b.keptBytes());
+    }
+
+    @Test
     void onlyTheStepsOwnThreadGetsReusedArrays() throws Exception {
         var b = new StepBuffers(1 << 20);
         assertTrue(b.open());
@@ -84,14 +117,21 @@ class StepBuffersTest {
         assertNotSame(mine, outside, "no step open: a new array");
     }
 
+    @TempDir
+    Path tmp;
+
     /**
-     * stories260K decoding 24 greedy tokens: every step through {@code runStep} (arrays reused) gives the same logits,
-     * bit for bit, as the same steps with fresh arrays, and after the first decode step no step makes a new array.
+     * stories260K (as stored, F32, and quantised to Q8_0 and Q4_0, on the kernels {@code --kernels auto} picks) decoding
+     * 24 greedy tokens: every step through {@code runStep} (arrays reused) gives the same logits, bit for bit, as the
+     * same steps with fresh arrays, and after the first decode step no step makes a new array — activations and
+     * quantised activations alike.
      */
-    @Test
-    void aDecodeLoopMakesNoNewActivationsAndComputesTheSame() throws Exception {
+    @ParameterizedTest
+    @EnumSource(value = GgmlType.class, names = {"F32", "Q8_0", "Q4_0"})
+    void aDecodeLoopMakesNoNewArraysAndComputesTheSame(GgmlType type) throws Exception {
         var model = TestData.shared("models/stories260K.gguf");
-        try (CpuBackend reused = new CpuBackend(2); CpuBackend fresh = new CpuBackend(2);
+        if (type != GgmlType.F32) model = ModelQuantizer.quantize(model, tmp.resolve(type + ".gguf"), type).output();
+        try (CpuBackend reused = new CpuBackend(2, KernelChoice.AUTO); CpuBackend fresh = new CpuBackend(2, KernelChoice.AUTO);
              ModelFiles filesA = ModelFiles.open(model); ModelFiles filesB = ModelFiles.open(model)) {
             Architecture a = filesA.load(reused, n -> {}), b = filesB.load(fresh, n -> {});
             ModelConfig c = a.config();
