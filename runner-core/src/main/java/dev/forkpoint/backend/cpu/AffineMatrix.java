@@ -109,11 +109,11 @@ final class AffineMatrix implements PackedMatrix {
         float[] xs = groupSums(a.q(), d, n);
         short[] q = bits == 4 ? deinterleave(a.q()) : a.q();
         pool.runRanges(rowCount, KernelSupport.parts(pool), 8, (from, to) -> {
-            float[] sc = new float[groups], bs = new float[groups];
+            float[] sc = new float[groups], bs = new float[groups], lanes = new float[KernelSupport.WFL];
             if (bits == 4) {
                 for (int r = firstRow + from; r < firstRow + to; r++) {
                     rowScales(r, sc, bs);
-                    for (int t = 0; t < n; t++) out[t * rowCount + r - firstRow] = dot4(r, q, d, t, sc, bs, xs);
+                    for (int t = 0; t < n; t++) out[t * rowCount + r - firstRow] = dot4(r, q, d, t, sc, bs, xs, lanes);
                 }
             } else if (bits == 8) {
                 for (int r = firstRow + from; r < firstRow + to; r++) {
@@ -234,7 +234,7 @@ final class AffineMatrix implements PackedMatrix {
      * de-interleaved activation quants and summed lane-wise in one wide short vector, whose lane pairs are folded into
      * WL/2 ints, converted once and added by an FMA; even and odd blocks go to two accumulators.
      */
-    private float dot4(int r, short[] q, float[] d, int t, float[] sc, float[] bs, float[] xs) {
+    private float dot4(int r, short[] q, float[] d, int t, float[] sc, float[] bs, float[] xs, float[] lanes) {
         MemorySegment w = packed;
         long base = r * rowBytes;
         int b0 = t * blocks;
@@ -291,7 +291,8 @@ final class AffineMatrix implements PackedMatrix {
             acc0 = ((FloatVector) s.convertShape(VectorOperators.I2F, WF, 0))
                     .fma(FloatVector.broadcast(WF, sc[b >> gs] * d[bi]), acc0);
         }
-        return KernelSupport.sumWide(acc0.add(acc1)) + tail;
+        acc0.add(acc1).intoArray(lanes, 0);
+        return KernelSupport.sumWide(lanes) + tail;
     }
 
     /**

@@ -59,10 +59,15 @@ final class KernelSupport {
     /** Lanes of WI and WF. */
     static final int WFL = WL / 2;
 
-    /** As {@link #sum} for a vector of WF: its lanes added in lane order. */
-    static float sumWide(FloatVector v) {
-        float s = v.lane(0);
-        for (int i = 1; i < WFL; i++) s += v.lane(i);
+    /**
+     * As {@link #sum} for a vector of WF stored into {@code lanes} by the caller ({@code v.intoArray(lanes, 0)}): its
+     * WFL lanes added in lane order. The vector is stored by the kernel itself (an intrinsic that is always inlined),
+     * never passed to a helper: a kernel too large for C2 to inline more into (NodeCountInliningCutoff) would box
+     * it — about 64 bytes allocated per row and token, 40 MB per decode step of a 1B model.
+     */
+    static float sumWide(float[] lanes) {
+        float s = lanes[0];
+        for (int i = 1; i < WFL; i++) s += lanes[i];
         return s;
     }
 
@@ -80,6 +85,16 @@ final class KernelSupport {
     static float sum(FloatVector v) {
         float s = v.lane(0);
         for (int i = 1; i < L; i++) s += v.lane(i);
+        return s;
+    }
+
+    /**
+     * {@link #sum} of a vector of F the kernel stored into {@code lanes} itself ({@code v.intoArray(lanes, 0)}), for
+     * kernels too large for C2 to inline a helper taking the vector (see {@link #sumWide}): the same bits.
+     */
+    static float sum(float[] lanes) {
+        float s = lanes[0];
+        for (int i = 1; i < L; i++) s += lanes[i];
         return s;
     }
 

@@ -75,8 +75,9 @@ final class Q4KMatrix implements PackedMatrix {
         }
         pool.runRanges(rowCount, KernelSupport.parts(pool), 8, (from, to) -> {
             int[] sm = new int[16];
+            float[] lanes = new float[KernelSupport.L];
             for (int r = firstRow + from; r < firstRow + to; r++) {
-                for (int t = 0; t < n; t++) out[t * rowCount + r - firstRow] = dot((long) r * blocks * BYTES, a, t * blocks, sm);
+                for (int t = 0; t < n; t++) out[t * rowCount + r - firstRow] = dot((long) r * blocks * BYTES, a, t * blocks, sm, lanes);
             }
         });
     }
@@ -96,7 +97,7 @@ final class Q4KMatrix implements PackedMatrix {
         }
     }
 
-    private float dot(long base, Q8Activations a, int b0, int[] sm) {
+    private float dot(long base, Q8Activations a, int b0, int[] sm, float[] lanes) {
         MemorySegment w = data;
         short[] q = a.q();
         float[] d = a.d();
@@ -133,7 +134,8 @@ final class Q4KMatrix implements PackedMatrix {
             acc = ((FloatVector) isum.convert(VectorOperators.I2F, 0)).fma(FloatVector.broadcast(F, dw), acc);
             mins += dm * msum;
         }
-        return KernelSupport.sum(acc) - mins;
+        acc.intoArray(lanes, 0);
+        return KernelSupport.sum(lanes) - mins;
     }
 
     public void dequantizeRow(int row, float[] dst, int dstOff) {

@@ -77,9 +77,10 @@ final class Q4_0Matrix implements PackedMatrix {
         short[] q = a.q();
         float[] d = a.d();
         pool.runRanges(rowCount, KernelSupport.parts(pool), 8, (from, to) -> {
+            float[] lanes = new float[KernelSupport.WFL];
             for (int r = firstRow + from; r < firstRow + to; r++) {
                 long base = (long) r * blocks * BYTES;
-                for (int t = 0; t < n; t++) out[t * rowCount + r - firstRow] = dot(base, q, d, t * blocks);
+                for (int t = 0; t < n; t++) out[t * rowCount + r - firstRow] = dot(base, q, d, t * blocks, lanes);
             }
         });
     }
@@ -97,7 +98,7 @@ final class Q4_0Matrix implements PackedMatrix {
      * at 128 bits (L = 4, e.g. NEON) the unrolled method grows past C2's inlining limits, a helper is then called
      * for real and its vectors are boxed on every call (~10× slower).
      */
-    private float dot(long base, short[] q, float[] d, int b0) {
+    private float dot(long base, short[] q, float[] d, int b0, float[] lanes) {
         MemorySegment w = data;
         float[] half = KernelSupport.HALF_TO_FLOAT;
         FloatVector acc0 = FloatVector.zero(WF), acc1 = acc0;
@@ -148,7 +149,8 @@ final class Q4_0Matrix implements PackedMatrix {
             acc0 = ((FloatVector) s.convertShape(VectorOperators.I2F, WF, 0))
                     .fma(FloatVector.broadcast(WF, half[w.get(I16, o) & 0xffff] * d[bi]), acc0);
         }
-        return KernelSupport.sumWide(acc0.add(acc1));
+        acc0.add(acc1).intoArray(lanes, 0);
+        return KernelSupport.sumWide(lanes);
     }
 
     public void dequantizeRow(int row, float[] dst, int dstOff) {

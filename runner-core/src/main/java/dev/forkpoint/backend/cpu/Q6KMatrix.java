@@ -73,13 +73,14 @@ final class Q6KMatrix implements PackedMatrix {
             return;
         }
         pool.runRanges(rowCount, KernelSupport.parts(pool), 8, (from, to) -> {
+            float[] lanes = new float[KernelSupport.L];
             for (int r = firstRow + from; r < firstRow + to; r++) {
-                for (int t = 0; t < n; t++) out[t * rowCount + r - firstRow] = dot((long) r * blocks * BYTES, a, t * blocks);
+                for (int t = 0; t < n; t++) out[t * rowCount + r - firstRow] = dot((long) r * blocks * BYTES, a, t * blocks, lanes);
             }
         });
     }
 
-    private float dot(long base, Q8Activations a, int b0) {
+    private float dot(long base, Q8Activations a, int b0, float[] lanes) {
         MemorySegment w = data;
         short[] q = a.q();
         float[] d = a.d();
@@ -118,7 +119,8 @@ final class Q6KMatrix implements PackedMatrix {
             acc = ((FloatVector) isum.convert(VectorOperators.I2F, 0)).fma(FloatVector.broadcast(F, dw), acc);
             offsets += dw * (32 * corr);
         }
-        return KernelSupport.sum(acc) - offsets;
+        acc.intoArray(lanes, 0);
+        return KernelSupport.sum(lanes) - offsets;
     }
 
     public void dequantizeRow(int row, float[] dst, int dstOff) {
