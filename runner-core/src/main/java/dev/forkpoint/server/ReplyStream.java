@@ -22,7 +22,6 @@ public final class ReplyStream {
     private final ReplyFormat format;
     private final ThinkingParser parser;
     private final List<TokenLogprob> pendingLogprobs = new ArrayList<>();
-    private boolean thinkingSeen, answerSeen;
 
     public ReplyStream(ReplyFormat format) {
         this.format = format;
@@ -59,11 +58,8 @@ public final class ReplyStream {
         pendingLogprobs.addAll(t.logprobs());
         ThinkingSplit split = parser == null ? new ThinkingSplit("", t.piece()) : parser.add(t.piece());
         String content = format.parsesTools() ? "" : split.content();
-        Delta d = new Delta(split.thinking(), content, List.of());
-        if (!d.hasText()) return null;
-        thinkingSeen |= !d.thinking().isEmpty();
-        answerSeen |= !d.content().isEmpty();
-        return new Delta(d.thinking(), d.content(), drainLogprobs());
+        if (split.thinking().isEmpty() && content.isEmpty()) return null;
+        return new Delta(split.thinking(), content, drainLogprobs());
     }
 
     /** The end: what is left to send, and the whole reply. */
@@ -71,16 +67,8 @@ public final class ReplyStream {
         ThinkingSplit rest = parser == null ? ThinkingSplit.EMPTY : parser.finish();
         AssistantReply reply = format.parse(r.text());
         String content = format.parsesTools() ? reply.content() : rest.content();
-        thinkingSeen |= !rest.thinking().isEmpty();
-        answerSeen |= !content.isEmpty();
         return new End(rest.thinking(), content, drainLogprobs(), reply);
     }
-
-    /** Whether thinking text has been released so far. */
-    public boolean thinkingSeen() { return thinkingSeen; }
-
-    /** Whether answer text has been released so far. */
-    public boolean answerSeen() { return answerSeen; }
 
     private List<TokenLogprob> drainLogprobs() {
         if (pendingLogprobs.isEmpty()) return List.of();
