@@ -135,6 +135,18 @@ public final class ServedModel implements AutoCloseable {
         }
     }
 
+    /**
+     * A cap of {@code tokens} on the thinking block of {@code chat}'s reply ({@link GenerationRequest#thinkingBudget()}):
+     * at the cap the engine writes {@code "\n</think>\n\n"} (as Qwen3's template closes the block) and the model
+     * answers; null when the reply has no thinking block to cap.
+     */
+    public dev.forkpoint.engine.ThinkingBudget thinkingBudget(ChatPrompt chat, int tokens) {
+        if (!chat.reply().thinking()) return null;
+        int[] close = model.tokenizer().encode("\n" + ChatTemplate.THINK_CLOSE + "\n\n", false, true);
+        return new dev.forkpoint.engine.ThinkingBudget(tokens, ChatTemplate.THINK_OPEN, ChatTemplate.THINK_CLOSE, close,
+                chat.reply().startsInside());
+    }
+
     /** Unloads: cancels queued work, releases the KV pool and the mapping. */
     @Override
     public void close() {

@@ -328,6 +328,36 @@ class ThinkingTest {
         }
     }
 
+    @Test
+    void anthropicBudgetTokensCapsTheThinking() throws Exception {
+        String thought = "x ".repeat(1100).strip();
+        String reply = "<think>\n" + thought + "\n</think>\n\nDone.";
+        String body = "{\"model\":\"" + FILE + "\",\"max_tokens\":3000,\"temperature\":0,"
+                + "\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":1024},\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}";
+        script(reply);
+        JsonNode content = h.postJson("/v1/messages", body).get("content");
+        String thinking = content.get(0).get("thinking").asText();
+        int tokens = tokenizer.encode("<think>\n" + thinking, false, false).length;
+        assertTrue(tokens > 1000 && tokens <= 1024, "the engine closed the block at 1024 tokens: " + tokens + " tokens thought");
+        assertTrue(thought.startsWith(thinking) && thinking.length() < thought.length(), "cut short");
+        assertEquals("text", content.get(1).get("type").asText());
+        assertTrue(content.get(1).get("text").asText().endsWith("Done."), "the reply goes on after the forced close");
+
+        script(reply);
+        StringBuilder streamed = new StringBuilder();
+        for (ServerHarness.Sse e : h.postSse("/v1/messages", body.replaceFirst("\\{", "{\"stream\":true,"))) {
+            JsonNode d = e.json();
+            if (e.event().equals("content_block_delta") && d.get("delta").get("type").asText().equals("thinking_delta")) {
+                streamed.append(d.get("delta").get("thinking").asText());
+            }
+        }
+        assertEquals(thinking, streamed.toString());
+
+        script(reply);   // without a budget the model thinks as long as it does
+        JsonNode free = h.postJson("/v1/messages", body.replace(",\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":1024}", ""));
+        assertEquals(thought, free.get("content").get(0).get("thinking").asText());
+    }
+
     // ---- thinking, then a tool call ----
 
     static final String TOOL_SCHEMA = "{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}}}";

@@ -52,7 +52,8 @@ import java.util.UUID;
  * ({@code {"type":"thinking","thinking":…,"signature":""}}: Forkpoint signs nothing, so the signature is empty and
  * is not checked when the block is sent back), streamed as {@code thinking_delta} events (then an empty
  * {@code signature_delta}) before the text block. Thinking counts against {@code max_tokens}; {@code budget_tokens}
- * is checked as Anthropic checks it but does not cut the thinking short (the model thinks as long as it does).
+ * is checked as Anthropic checks it and caps the thinking: at the budget the engine closes the block itself
+ * ({@link dev.forkpoint.engine.ThinkingBudget}) and the model answers.
  * Enabled for a model that cannot think, it is relaxed, as Ollama relaxes it for this API: that model simply uses
  * none of the budget. A thinking block of an assistant message goes back to the template as its thinking.
  *
@@ -110,6 +111,8 @@ public final class AnthropicApi implements ServerApi {
             ServedModel.ChatPrompt chat = model.renderChat(messages, tools, 0, "messages", relaxed(model, think));
             checkContext(model, chat.prompt(), req.maxTokens());
             GenerationRequest request = chat.request(sampling, 0, GenerationRequest.NUM_BATCH_DEFAULT, "");
+            int budget = MessageMapping.thinkingBudget(req.thinking());
+            if (budget > 0) request = request.withThinkingBudget(model.thinkingBudget(chat, budget));
             Reply reply = new Reply(model.name(), chat.reply());
             Completion completion = model.submit(request);   // 400 / 503 here, before anything is sent
             if (Boolean.TRUE.equals(req.stream())) stream(ctx, completion, reply);

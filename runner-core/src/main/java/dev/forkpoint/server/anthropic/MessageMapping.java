@@ -129,6 +129,12 @@ final class MessageMapping {
         }
     }
 
+    /** {@code thinking.budget_tokens} of an enabled thinking (checked by {@link #thinking}), or 0 when there is none. */
+    static int thinkingBudget(JsonNode thinking) {
+        if (thinking == null || !thinking.isObject() || !"enabled".equals(thinking.path("type").asText())) return 0;
+        return thinking.path("budget_tokens").asInt(0);
+    }
+
     /** Anthropic's smallest thinking budget. */
     static final int MIN_THINKING_BUDGET = 1024;
 
