@@ -1,6 +1,10 @@
 // Forkpoint's server driven by the official JavaScript clients: ollama, openai and @anthropic-ai/sdk.
 //
-//   node clients.mjs BASE_URL MODEL
+//   node clients.mjs BASE_URL MODEL [THINKING_MODEL THINKING ANSWER]
+//
+// With THINKING_MODEL (a model whose every reply is "<think>THINKING</think>ANSWER"), each client must also read the
+// thinking apart from the answer: ollama's message.thinking, openai's reasoning_content, @anthropic-ai/sdk's thinking
+// blocks, streamed and not.
 //
 // Every check compares what one client saw with what another saw (or with the same call streamed), so a server that
 // answers in the wrong shape, drops pieces of a stream or reports usage inconsistently fails here. Prints one line per
@@ -9,7 +13,7 @@ import { Ollama } from 'ollama';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 
-const [baseUrl, alias] = process.argv.slice(2);
+const [baseUrl, alias, thinkingModel, expectedThinking, expectedAnswer] = process.argv.slice(2);
 if (!baseUrl || !alias) {
     console.error('usage: node clients.mjs BASE_URL MODEL_ALIAS');
     process.exit(2);
@@ -37,7 +41,7 @@ const version = await ollama.version();
 check('ollama version', typeof version.version === 'string' && version.version.length > 0, JSON.stringify(version));
 const tags = await ollama.list();
 // the server lists the model under one name (the alias given on the command line is one of the names it answers to)
-const listed = tags.models.find(m => m.name.startsWith(alias));
+const listed = tags.models.find(m => m.name.startsWith(alias) && m.name !== thinkingModel);
 check('ollama list names the model', listed !== undefined, JSON.stringify(tags));
 const model = listed ? listed.name : alias;
 const byAlias = await ollama.generate({ model: alias, prompt: 'x', raw: true, stream: false, options: { num_predict: 1 } });
@@ -138,6 +142,61 @@ same('anthropic stream final message text', final.content.filter(b => b.type ===
 same('anthropic stream output_tokens', final.usage.output_tokens, msg.usage.output_tokens);
 const counted = await anthropic.messages.countTokens({ model, messages });
 same('anthropic count_tokens == openai prompt_tokens', counted.input_tokens, cc.usage.prompt_tokens);
+
+// --- thinking, as each client reads it ---
+if (thinkingModel) {
+    const tm = thinkingModel;
+    const T = expectedThinking, A = expectedAnswer;
+    const hi = [{ role: 'user', content: 'Hi' }];
+    const oThink = await ollama.chat({ model: tm, messages: hi, think: true, stream: false, options: { temperature: 0 } });
+    same('ollama chat message.thinking', [oThink.message.thinking, oThink.message.content], [T, A]);
+    let oT = '', oC = '', oParts = 0;
+    for await (const part of await ollama.chat({ model: tm, messages: hi, think: true, stream: true, options: { temperature: 0 } })) {
+        oT += part.message.thinking ?? '';
+        oC += part.message.content;
+        if (part.message.thinking) oParts++;
+    }
+    same('ollama chat streamed thinking and content', [oT, oC], [T, A]);
+    check('ollama chat thinking streams in pieces', oParts >= 2, `${oParts} pieces`);
+    const oGenThink = await ollama.generate({ model: tm, prompt: 'Hi', think: 'high', stream: false, options: { temperature: 0 } });
+    same('ollama generate thinking', [oGenThink.thinking, oGenThink.response], [T, A]);
+    const oAgain = await ollama.chat({ model: tm, think: true, stream: false, options: { temperature: 0 },
+        messages: [...hi, { role: 'assistant', content: oThink.message.content, thinking: oThink.message.thinking }, { role: 'user', content: 'And?' }] });
+    same('ollama chat with thinking in the history', [oAgain.message.thinking, oAgain.message.content], [T, A]);
+    const shownThinking = await ollama.show({ model: tm });
+    check('ollama show: thinking capability', (shownThinking.capabilities ?? []).includes('thinking'), JSON.stringify(shownThinking.capabilities));
+
+    const ccThink = await openai.chat.completions.create({ model: tm, messages: hi, temperature: 0, reasoning_effort: 'high' });
+    same('openai chat reasoning_content', [ccThink.choices[0].message.reasoning_content, ccThink.choices[0].message.content], [T, A]);
+    let cT = '', cC = '';
+    for await (const chunk of await openai.chat.completions.create({ model: tm, messages: hi, temperature: 0, stream: true })) {
+        if (chunk.choices.length > 0) {
+            cT += chunk.choices[0].delta?.reasoning_content ?? '';
+            cC += chunk.choices[0].delta?.content ?? '';
+        }
+    }
+    same('openai chat streamed reasoning_content and content', [cT, cC], [T, A]);
+    const ccAgain = await openai.chat.completions.create({ model: tm, temperature: 0, messages: [...hi,
+        { role: 'assistant', content: ccThink.choices[0].message.content, reasoning_content: ccThink.choices[0].message.reasoning_content },
+        { role: 'user', content: 'And?' }] });
+    same('openai chat with reasoning_content in the history', ccAgain.choices[0].message.content, A);
+
+    const thinkingOn = { type: 'enabled', budget_tokens: 1024 };
+    const mThink = await anthropic.messages.create({ model: tm, max_tokens: 2048, temperature: 0, thinking: thinkingOn, messages: hi });
+    check('anthropic thinking block, then text', mThink.content.length === 2 && mThink.content[0].type === 'thinking'
+        && mThink.content[0].thinking === T && typeof mThink.content[0].signature === 'string'
+        && mThink.content[1].type === 'text' && mThink.content[1].text === A, JSON.stringify(mThink.content));
+    const mStream = anthropic.messages.stream({ model: tm, max_tokens: 2048, temperature: 0, thinking: thinkingOn, messages: hi });
+    let aT = '', aC = '';
+    mStream.on('thinking', d => { aT += d; });
+    mStream.on('text', t => { aC += t; });
+    const mFinal = await mStream.finalMessage();
+    same('anthropic streamed thinking_delta and text', [aT, aC], [T, A]);
+    same('anthropic stream final message blocks', mFinal.content.map(b => [b.type, b.thinking ?? b.text]), mThink.content.map(b => [b.type, b.thinking ?? b.text]));
+    const mAgain = await anthropic.messages.create({ model: tm, max_tokens: 2048, temperature: 0, thinking: thinkingOn,
+        messages: [...hi, { role: 'assistant', content: mThink.content }, { role: 'user', content: 'And?' }] });
+    same('anthropic with a thinking block in the history', mAgain.content.map(b => b.type), ['thinking', 'text']);
+}
 
 // --- errors in each API's own shape ---
 try {

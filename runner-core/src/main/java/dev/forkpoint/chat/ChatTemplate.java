@@ -20,8 +20,15 @@ import java.util.Set;
  * (see {@link JinjaTemplate}) with {@code messages}, {@code tools} (only when there are some), {@code
  * add_generation_prompt}, {@code bos_token} and {@code eos_token}. Messages are passed in the OpenAI shape: {@code
  * role}, {@code content}, and only where present {@code tool_calls} ({@code {"id","type":"function","function":
- * {"name","arguments"}}}, arguments as an object), {@code tool_call_id} and {@code name}. When the tokenizer adds BOS
- * itself, a BOS the template writes at the start is dropped (no double BOS).
+ * {"name","arguments"}}}, arguments as an object), {@code tool_call_id} and {@code name}, and for an assistant message
+ * with thinking {@code reasoning_content} (what Qwen3 templates read; also as {@code thinking}). A request's
+ * {@link ThinkMode} becomes {@code enable_thinking} (true/false, only when the request said) and {@code
+ * reasoning_effort} (only for a level). When the tokenizer adds BOS itself, a BOS the template writes at the start is
+ * dropped (no double BOS).
+ *
+ * <p>Thinking: a template that writes {@value #THINK_CLOSE} (Qwen3, Qwen3.5, DeepSeek-R1) belongs to a model that thinks
+ * in a {@value #THINK_OPEN} … {@value #THINK_CLOSE} block ({@link #supportsThinking()}); {@link #replyFormat} says how
+ * a request's output is divided.
  *
  * <p>Plain format (models without a template): the messages' contents joined by a blank line, roles unmarked.
  *
@@ -29,17 +36,21 @@ import java.util.Set;
  */
 public final class ChatTemplate {
     private static final Set<String> PLAIN_ROLES = Set.of("system", "user", "assistant", "tool");
+    /** The tags of a thinking block. */
+    public static final String THINK_OPEN = "<think>", THINK_CLOSE = "</think>";
 
     private final String source;
     private final Tokenizer tokenizer;
     private final JinjaTemplate jinja;
     private final ToolCallFormat toolCallFormat;
+    private final boolean thinking;
 
     private ChatTemplate(String source, Tokenizer tokenizer, JinjaTemplate jinja) {
         this.source = source;
         this.tokenizer = tokenizer;
         this.jinja = jinja;
         this.toolCallFormat = detectFormat(source);
+        this.thinking = source != null && source.contains(THINK_CLOSE);
     }
 
     /**
@@ -68,6 +79,21 @@ public final class ChatTemplate {
     /** How this model writes tool calls (from the template's text). */
     public ToolCallFormat toolCallFormat() { return toolCallFormat; }
 
+    /** Whether the model thinks in {@value #THINK_OPEN} … {@value #THINK_CLOSE} blocks (its template writes the closing tag). */
+    public boolean supportsThinking() { return thinking; }
+
+    /**
+     * How the output of a request rendered to {@code prompt} with {@code think} is divided: thinking is looked for when
+     * the template supports it and the request did not turn it off (as Ollama does: not asking means the model's
+     * default), and the output starts inside the block when the prompt ends with its opening tag; tool calls are
+     * parsed when {@code tools} were offered and the template has a format.
+     */
+    public ReplyFormat replyFormat(String prompt, ThinkMode think, boolean tools) {
+        boolean thinks = thinking && (think == null || think.thinksWhenSupported());
+        boolean inside = thinks && prompt != null && prompt.stripTrailing().endsWith(THINK_OPEN);
+        return new ReplyFormat(thinks, inside, tools ? toolCallFormat : ToolCallFormat.NONE);
+    }
+
     /**
      * Renders {@code messages} with {@code tools} (may be empty); with {@code addGenerationPrompt} the prompt ends where
      * the assistant's reply begins. A role the template refuses, an empty message list or a template error
@@ -78,6 +104,12 @@ public final class ChatTemplate {
      * differently once later ones exist), that message's end is -1.
      */
     public RenderedChat render(List<ChatMessage> messages, List<ToolDefinition> tools, boolean addGenerationPrompt) {
+        return render(messages, tools, addGenerationPrompt, ThinkMode.DEFAULT);
+    }
+
+    /** {@link #render(List, List, boolean)} with the request's thinking mode ({@code enable_thinking}, {@code reasoning_effort}). */
+    public RenderedChat render(List<ChatMessage> messages, List<ToolDefinition> tools, boolean addGenerationPrompt, ThinkMode think) {
+        if (think == null) think = ThinkMode.DEFAULT;
         if (messages.isEmpty()) throw new InvalidInputException("messages must not be empty");
         if (tools == null) tools = List.of();
         if (jinja == null) return renderPlain(messages);
@@ -86,7 +118,7 @@ public final class ChatTemplate {
         List<Object> toolMaps = new ArrayList<>(tools.size());
         for (ToolDefinition t : tools) toolMaps.add(toolMap(t));
 
-        String full = renderJinja(messageMaps, toolMaps, addGenerationPrompt);
+        String full = renderJinja(messageMaps, toolMaps, addGenerationPrompt, think);
         String prompt = stripBos(full);
         int offset = full.length() - prompt.length();
         int[] ends = new int[messages.size()];
@@ -97,7 +129,7 @@ public final class ChatTemplate {
                 part = full;
             } else {
                 try {
-                    part = renderJinja(messageMaps.subList(0, i + 1), toolMaps, false);
+                    part = renderJinja(messageMaps.subList(0, i + 1), toolMaps, false, think);
                 } catch (InvalidInputException e) {
                     part = null;  // the template refuses this prefix (e.g. it must end with a user turn)
                 }
@@ -109,8 +141,10 @@ public final class ChatTemplate {
         return new RenderedChat(prompt, ends);
     }
 
-    private String renderJinja(List<Object> messages, List<Object> tools, boolean addGenerationPrompt) {
+    private String renderJinja(List<Object> messages, List<Object> tools, boolean addGenerationPrompt, ThinkMode think) {
         Map<String, Object> vars = new HashMap<>();
+        if (think.enabled() != null) vars.put("enable_thinking", think.enabled());
+        if (think.level() != null) vars.put("reasoning_effort", think.level());
         vars.put("messages", messages);
         if (!tools.isEmpty()) vars.put("tools", tools);
         vars.put("add_generation_prompt", addGenerationPrompt);
@@ -146,6 +180,10 @@ public final class ChatTemplate {
                 calls.add(call);
             }
             map.put("tool_calls", calls);
+        }
+        if (!m.thinking().isEmpty()) {
+            map.put("reasoning_content", m.thinking());
+            map.put("thinking", m.thinking());
         }
         if (m.toolCallId() != null) map.put("tool_call_id", m.toolCallId());
         if (m.toolName() != null) map.put("name", m.toolName());

@@ -202,7 +202,9 @@ final class JinjaTemplate {
     /**
      * The source with the Jinja2 constructs Jinjava reads differently rewritten inside tags (text outside tags and
      * string literals are unchanged): {@code x[::-1]}; {@code not x in y} and {@code not x is test}, which Jinjava
-     * would read as {@code (not x) in y}; transformers' {@code generation} tags.
+     * would read as {@code (not x) in y}; transformers' {@code generation} tags; keyword arguments whose value has
+     * operators ({@code namespace(i=messages|length - 1)}, Qwen3's template), which Jinjava would read as
+     * {@code (i=messages|length) - 1}: their values are put in parentheses.
      */
     static String rewrite(String source) {
         Matcher m = TAG.matcher(source);
@@ -230,11 +232,65 @@ final class JinjaTemplate {
         t = NOT_IS_NOT.matcher(t).replaceAll("$1 is ");
         t = NOT_IS.matcher(t).replaceAll("$1 is not ");
         t = NOT_IN.matcher(t).replaceAll("$1 not in ");
+        t = parenthesizeKeywordValues(t);
         Matcher ph = Pattern.compile("\u0001(\\d+)\u0002").matcher(t);
         StringBuilder restored = new StringBuilder();
         while (ph.find()) ph.appendReplacement(restored, Matcher.quoteReplacement(literals.get(Integer.parseInt(ph.group(1)))));
         ph.appendTail(restored);
         return restored.toString();
+    }
+
+    /** {@code f(name=value, …)} → {@code f(name=(value), …)} in a tag whose string literals are masked. */
+    static String parenthesizeKeywordValues(String t) {
+        StringBuilder out = new StringBuilder(t.length() + 8);
+        java.util.ArrayDeque<Character> brackets = new java.util.ArrayDeque<>();
+        java.util.ArrayDeque<Integer> open = new java.util.ArrayDeque<>();   // bracket depths with a value in parentheses
+        for (int i = 0; i < t.length(); i++) {
+            char c = t.charAt(i);
+            switch (c) {
+                case '(', '[', '{' -> brackets.push(c);
+                case ')', ']', '}' -> {
+                    if (!open.isEmpty() && open.peek() == brackets.size()) {
+                        out.append(')');
+                        open.pop();
+                    }
+                    if (!brackets.isEmpty()) brackets.pop();
+                }
+                case ',' -> {
+                    if (!open.isEmpty() && open.peek() == brackets.size()) {
+                        out.append(')');
+                        open.pop();
+                    }
+                }
+                case '=' -> {
+                    char next = i + 1 < t.length() ? t.charAt(i + 1) : ' ';
+                    char prev = i > 0 ? t.charAt(i - 1) : ' ';
+                    if (!brackets.isEmpty() && brackets.peek() == '(' && next != '=' && "=!<>".indexOf(prev) < 0 && keywordBefore(out)) {
+                        out.append("=(");
+                        open.push(brackets.size());
+                        continue;
+                    }
+                }
+                default -> { }
+            }
+            out.append(c);
+        }
+        while (!open.isEmpty()) {
+            out.append(')');
+            open.pop();
+        }
+        return out.toString();
+    }
+
+    /** Whether {@code s} ends with "( name" or ", name" (whitespace allowed): a keyword argument's name. */
+    private static boolean keywordBefore(CharSequence s) {
+        int i = s.length();
+        while (i > 0 && Character.isWhitespace(s.charAt(i - 1))) i--;
+        int end = i;
+        while (i > 0 && (Character.isLetterOrDigit(s.charAt(i - 1)) || s.charAt(i - 1) == '_')) i--;
+        if (i == end || Character.isDigit(s.charAt(i))) return false;
+        while (i > 0 && Character.isWhitespace(s.charAt(i - 1))) i--;
+        return i > 0 && (s.charAt(i - 1) == '(' || s.charAt(i - 1) == ',');
     }
 
     private static ELFunctionDefinition function(String name, String method) {

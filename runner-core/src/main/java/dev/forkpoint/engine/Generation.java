@@ -72,6 +72,7 @@ final class Generation {
     private final List<TokenLogprob> logprobs = new java.util.ArrayList<>();
     private int rawChars;                        // chars the decoder has produced (emitted text is a prefix of them)
     private int nextToken = -1;     // the sampled token still to evaluate, or −1
+    private final ThinkingBudget.Tracker thinking;   // null: no thinking budget
     private GenerationResult result;
     private boolean closed;
 
@@ -89,6 +90,7 @@ final class Generation {
         this.historyLength = prompt.length;
         this.stops = new StopSequences(plan.options().stop());
         this.decoder = model.tokenizer().streamingDecoder();
+        this.thinking = request.thinkingBudget() == null ? null : new ThinkingBudget.Tracker(request.thinkingBudget());
     }
 
     /**
@@ -298,7 +300,8 @@ final class Generation {
             if (rawLogits == null || rawLogits.length != logits.length) rawLogits = new float[logits.length];
             System.arraycopy(logits, 0, rawLogits, 0, logits.length);
         }
-        int id = sampler.sample(logits, history, historyLength);
+        int forced = thinking == null ? -1 : thinking.forcedToken();   // a thinking budget spent: the closing tag
+        int id = forced >= 0 ? forced : sampler.sample(logits, history, historyLength);
         if (tokenizer.isEndOfGeneration(id)) {
             finish("stop");
             return;
@@ -306,6 +309,7 @@ final class Generation {
         history[historyLength++] = id;
         generated++;
         String raw = decoder.push(id);
+        if (thinking != null) thinking.generated(raw);
         if (wantsLogprobs) queueLogprob(id, raw);
         emit(stops.accept(raw));
         if (stops.stopped()) {

@@ -19,9 +19,10 @@ import dev.forkpoint.sampling.SamplingOptions;
  *                          = none (nothing is computed), 0 = the chosen token's only, N = also the N most likely tokens
  *                          at each position, N ≤ {@link TokenLogprob#MAX_TOP}; anything else is refused naming
  *                          top_logprobs. The APIs check their own limits (and field names) first.
+ * @param thinkingBudget    a cap on the reply's thinking block ({@link ThinkingBudget}), or null for none
  */
 public record GenerationRequest(String prompt, SamplingOptions sampling, int numCtx, int numBatch,
-                                int[] messageBoundaries, String cacheSalt, int topLogprobs) {
+                                int[] messageBoundaries, String cacheSalt, int topLogprobs, ThinkingBudget thinkingBudget) {
     /** {@link #topLogprobs()}: no log-probabilities. */
     public static final int LOGPROBS_OFF = -1;
 
@@ -30,6 +31,12 @@ public record GenerationRequest(String prompt, SamplingOptions sampling, int num
     public static final int NUM_BATCH_DEFAULT = Integer.MIN_VALUE;
 
     private static final int[] NONE = new int[0];
+
+    /** A request without a thinking budget. */
+    public GenerationRequest(String prompt, SamplingOptions sampling, int numCtx, int numBatch, int[] messageBoundaries,
+                             String cacheSalt, int topLogprobs) {
+        this(prompt, sampling, numCtx, numBatch, messageBoundaries, cacheSalt, topLogprobs, null);
+    }
 
     /** A request without log-probabilities. */
     public GenerationRequest(String prompt, SamplingOptions sampling, int numCtx, int numBatch, int[] messageBoundaries, String cacheSalt) {
@@ -52,16 +59,21 @@ public record GenerationRequest(String prompt, SamplingOptions sampling, int num
     }
 
     public GenerationRequest withMessageBoundaries(int... boundaries) {
-        return new GenerationRequest(prompt, sampling, numCtx, numBatch, boundaries, cacheSalt, topLogprobs);
+        return new GenerationRequest(prompt, sampling, numCtx, numBatch, boundaries, cacheSalt, topLogprobs, thinkingBudget);
     }
 
     public GenerationRequest withCacheSalt(String salt) {
-        return new GenerationRequest(prompt, sampling, numCtx, numBatch, messageBoundaries, salt, topLogprobs);
+        return new GenerationRequest(prompt, sampling, numCtx, numBatch, messageBoundaries, salt, topLogprobs, thinkingBudget);
     }
 
     /** This request with log-probabilities: {@link #LOGPROBS_OFF}, 0 (the chosen token's) or N alternatives too. */
     public GenerationRequest withTopLogprobs(int n) {
-        return new GenerationRequest(prompt, sampling, numCtx, numBatch, messageBoundaries, cacheSalt, n);
+        return new GenerationRequest(prompt, sampling, numCtx, numBatch, messageBoundaries, cacheSalt, n, thinkingBudget);
+    }
+
+    /** This request with a cap on its thinking block (null = none). */
+    public GenerationRequest withThinkingBudget(ThinkingBudget budget) {
+        return new GenerationRequest(prompt, sampling, numCtx, numBatch, messageBoundaries, cacheSalt, topLogprobs, budget);
     }
 
     /** Whether log-probabilities are asked for. */

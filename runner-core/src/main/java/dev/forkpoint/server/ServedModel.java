@@ -3,6 +3,8 @@ package dev.forkpoint.server;
 import dev.forkpoint.chat.ChatMessage;
 import dev.forkpoint.chat.ChatTemplate;
 import dev.forkpoint.chat.RenderedChat;
+import dev.forkpoint.chat.ReplyFormat;
+import dev.forkpoint.chat.ThinkMode;
 import dev.forkpoint.chat.ToolDefinition;
 import dev.forkpoint.engine.GenerationRequest;
 import dev.forkpoint.engine.LoadedModel;
@@ -98,23 +100,51 @@ public final class ServedModel implements AutoCloseable {
      * ({@link LoadedModel#requirePromptMayFit}), naming {@code messages}.
      */
     public ChatPrompt renderChat(List<ChatMessage> messages, List<ToolDefinition> tools, int numCtx) {
-        return renderChat(messages, tools, numCtx, "messages");
+        return renderChat(messages, tools, numCtx, "messages", ThinkMode.DEFAULT);
     }
 
-    /** {@link #renderChat(List, List, int)}, naming {@code field} when the chat cannot fit. */
-    public ChatPrompt renderChat(List<ChatMessage> messages, List<ToolDefinition> tools, int numCtx, String field) {
+    /**
+     * {@link #renderChat(List, List, int)}, naming {@code field} when the chat cannot fit, with the request's thinking
+     * mode (see {@link #requireThinking} for a model that cannot think).
+     */
+    public ChatPrompt renderChat(List<ChatMessage> messages, List<ToolDefinition> tools, int numCtx, String field, ThinkMode think) {
         int bound = numCtx <= 0 ? model.defaultNumCtx() : Math.min(numCtx, model.config().contextLength());
         long content = 0;
-        for (ChatMessage m : messages) content += m.content().length();
+        for (ChatMessage m : messages) content += m.content().length() + m.thinking().length();
         model.requirePromptMayFit(content, bound, field);
-        RenderedChat rendered = template.render(messages, tools == null ? List.of() : tools, true);
+        if (tools == null) tools = List.of();
+        RenderedChat rendered = template.render(messages, tools, true, think);
         model.requirePromptMayFit(rendered.prompt().length(), bound, field);
-        return new ChatPrompt(rendered.prompt(), template.tokenBoundaries(rendered), template);
+        return new ChatPrompt(rendered.prompt(), template.tokenBoundaries(rendered), template,
+                template.replyFormat(rendered.prompt(), think, !tools.isEmpty()));
     }
 
     /** The chat with the model's default context ({@link #renderChat(List, List, int)} with 0). */
     public ChatPrompt renderChat(List<ChatMessage> messages, List<ToolDefinition> tools) {
         return renderChat(messages, tools, 0);
+    }
+
+    /**
+     * Refuses (400 naming {@code field}) a request that asks for thinking from a model whose template cannot think, as
+     * Ollama does: {@code "<model>" does not support thinking}.
+     */
+    public void requireThinking(ThinkMode think, String field) {
+        if (think != null && think.requested() && !template.supportsThinking()) {
+            throw new BadFieldException(field, "\"" + name + "\" does not support thinking (its chat template has no "
+                    + dev.forkpoint.chat.ChatTemplate.THINK_OPEN + " block); remove '" + field + "' or turn it off");
+        }
+    }
+
+    /**
+     * A cap of {@code tokens} on the thinking block of {@code chat}'s reply ({@link GenerationRequest#thinkingBudget()}):
+     * at the cap the engine writes {@code "\n</think>\n\n"} (as Qwen3's template closes the block) and the model
+     * answers; null when the reply has no thinking block to cap.
+     */
+    public dev.forkpoint.engine.ThinkingBudget thinkingBudget(ChatPrompt chat, int tokens) {
+        if (!chat.reply().thinking()) return null;
+        int[] close = model.tokenizer().encode("\n" + ChatTemplate.THINK_CLOSE + "\n\n", false, true);
+        return new dev.forkpoint.engine.ThinkingBudget(tokens, ChatTemplate.THINK_OPEN, ChatTemplate.THINK_CLOSE, close,
+                chat.reply().startsInside());
     }
 
     /** Unloads: cancels queued work, releases the KV pool and the mapping. */
@@ -132,9 +162,10 @@ public final class ServedModel implements AutoCloseable {
      *
      * @param prompt     the raw prompt
      * @param boundaries token offsets of the message ends ({@link GenerationRequest#messageBoundaries()})
-     * @param template   the template, to parse the reply ({@link ChatTemplate#parseReply})
+     * @param template   the template
+     * @param reply      how the reply is divided into thinking, answer and tool calls
      */
-    public record ChatPrompt(String prompt, int[] boundaries, ChatTemplate template) {
+    public record ChatPrompt(String prompt, int[] boundaries, ChatTemplate template, ReplyFormat reply) {
         /** The generation request for this chat with the given options (numCtx 0 = default; numBatch per GenerationRequest). */
         public GenerationRequest request(dev.forkpoint.sampling.SamplingOptions sampling, int numCtx, int numBatch, String cacheSalt) {
             return new GenerationRequest(prompt, sampling, numCtx, numBatch, boundaries, cacheSalt);

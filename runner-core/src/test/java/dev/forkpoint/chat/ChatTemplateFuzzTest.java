@@ -18,14 +18,15 @@ import static dev.forkpoint.fuzz.FuzzInvariant.check;
 
 /**
  * Chat templates: fuzzed Jinja sources rendered with ordinary messages, and the templates of public models rendered
- * with fuzzed messages and tools, then the reply parser on fuzzed model output. A template either renders (message
+ * with fuzzed messages (with thinking), tools and thinking modes, then the reply parser on fuzzed model output; the
+ * thinking parser on fuzzed output cut into fuzzed pieces (it must divide it as it divides the whole). A template either renders (message
  * ends ascending, or -1, inside the prompt) or is refused with a typed error — in bounded time: a template that
  * loops or grows without end must be stopped, not hang the server.
  */
 class ChatTemplateFuzzTest {
     static final List<String> ROLES = List.of("system", "user", "assistant", "tool", "ipython", "developer", "");
     static final List<String> SOURCES = List.of(Templates.resource("llama2.jinja"), Templates.resource("llama3.jinja"),
-            Templates.resource("llama3_1.jinja"), Templates.resource("qwen2_5.jinja"));
+            Templates.resource("llama3_1.jinja"), Templates.resource("qwen2_5.jinja"), Templates.resource("qwen3.jinja"));
     static final JsonNodeFactory F = JsonNodeFactory.instance;
     private static Tokenizer tokenizer;
 
@@ -70,20 +71,59 @@ class ChatTemplateFuzzTest {
                 calls.add(new ToolCall(data.consumeString(8), data.consumeString(16), arguments(data)));
             }
             String content = data.consumeString(200);
+            String thinking = role.equals("assistant") ? data.consumeString(40) : "";
             messages.add(new ChatMessage(role, content, calls, role.equals("tool") ? data.consumeString(8) : null,
-                    role.equals("tool") && data.consumeBoolean() ? data.consumeString(8) : null));
+                    role.equals("tool") && data.consumeBoolean() ? data.consumeString(8) : null, thinking));
         }
         List<ToolDefinition> tools = new ArrayList<>();
         for (int i = data.consumeInt(0, 2); i > 0; i--) tools.add(new ToolDefinition(data.consumeString(16), data.consumeString(40), schema()));
         boolean generationPrompt = data.consumeBoolean();
-        render(source, messages, tools, generationPrompt, data.consumeRemainingAsString());
+        ThinkMode think = data.pickValue(List.of(ThinkMode.DEFAULT, ThinkMode.ON, ThinkMode.OFF, ThinkMode.level("high")));
+        render(source, messages, tools, generationPrompt, think, data.consumeRemainingAsString());
+    }
+
+    @FuzzTest(maxDuration = "30s")
+    void thinkingReply(FuzzedDataProvider data) throws Exception {
+        boolean inside = data.consumeBoolean(), tools = data.consumeBoolean();
+        int[] cuts = new int[data.consumeInt(0, 8)];
+        for (int i = 0; i < cuts.length; i++) cuts[i] = data.consumeInt(0, 400);
+        String output = data.consumeRemainingAsString();
+        ReplyFormat format = new ReplyFormat(true, inside, tools ? ToolCallFormat.QWEN_XML : ToolCallFormat.NONE);
+        AssistantReply whole = format.parse(output);
+        java.util.Arrays.sort(cuts);
+        ThinkingParser p = format.thinkingParser();
+        StringBuilder thinking = new StringBuilder(), content = new StringBuilder();
+        int from = 0;
+        for (int cut : cuts) {
+            int to = Math.min(Math.max(cut, from), output.length());
+            ThinkingSplit s = p.add(output.substring(from, to));
+            check(s.thinking().isEmpty() || content.isEmpty(), "thinking released after the answer began");
+            thinking.append(s.thinking());
+            content.append(s.content());
+            from = to;
+        }
+        ThinkingSplit s = p.add(output.substring(from)), end = p.finish();
+        thinking.append(s.thinking()).append(end.thinking());
+        content.append(s.content()).append(end.content());
+        check(thinking.toString().equals(whole.thinking()), "pieces divide otherwise than the whole: thinking");
+        check(format.answer(thinking.toString(), content.toString()).content().equals(whole.content()),
+                "pieces divide otherwise than the whole: answer");
+        check(whole.thinking().equals(whole.thinking().strip()), "thinking keeps whitespace at its edges");
+        if (!inside && !output.strip().startsWith(ChatTemplate.THINK_OPEN)) {
+            check(whole.thinking().isEmpty() && (tools || whole.content().equals(output)), "output without the block changed");
+        }
     }
 
     static void render(String source, List<ChatMessage> messages, List<ToolDefinition> tools, boolean generationPrompt,
                        String reply) throws Exception {
+        render(source, messages, tools, generationPrompt, ThinkMode.DEFAULT, reply);
+    }
+
+    static void render(String source, List<ChatMessage> messages, List<ToolDefinition> tools, boolean generationPrompt,
+                       ThinkMode think, String reply) throws Exception {
         FuzzInvariant.typedErrorOrValid(() -> {
             ChatTemplate t = ChatTemplate.of(source, tokenizer());
-            RenderedChat chat = t.render(messages, tools, generationPrompt);
+            RenderedChat chat = t.render(messages, tools, generationPrompt, think);
             check(chat.prompt() != null && chat.messageEnds().length == messages.size(), "message ends do not match the messages");
             int previous = 0;
             for (int end : chat.messageEnds()) {
@@ -96,6 +136,8 @@ class ChatTemplateFuzzTest {
             for (int i = 1; i < boundaries.length; i++) check(boundaries[i] > boundaries[i - 1], "boundaries not ascending");
             AssistantReply parsed = t.parseReply(reply);
             check(parsed.content() != null && parsed.toolCalls() != null, "a reply without content or tool calls");
+            AssistantReply divided = t.replyFormat(chat.prompt(), think, !tools.isEmpty()).parse(reply);
+            check(divided.content() != null && divided.thinking() != null, "a reply without content or thinking");
         });
     }
 

@@ -31,6 +31,16 @@ class JinjaCompatTest {
     }
 
     @Test
+    void keywordArgumentsWithOperators() {
+        // Qwen3's template: namespace(multi_step_tool=true, last_query_index=messages|length - 1)
+        assertEquals("2|yes|3|yes",
+                render("{%- set ns = namespace(flag=true, last=messages|length - 1) %}{{ ns.last }}|{{ 'yes' if ns.flag else 'no' }}|"
+                        + "{%- set ns2 = namespace(n=(messages|length) * 1, m=[1, 2][0] + 2) %}{{ ns2.m }}|"
+                        + "{{ 'yes' if (messages[0].content == 'a' and (1 >= 0)) and messages[1].content != 'x' else 'no' }}",
+                        ChatMessage.of("user", "a"), ChatMessage.of("assistant", "b"), ChatMessage.of("user", "c")));
+    }
+
+    @Test
     void reversedSliceAndNotIn() {
         assertEquals("c,b,a|yes|no", render(
                 "{% for m in messages[::-1] %}{{ m.content }}{% if not loop.last %},{% endif %}{% endfor %}|"

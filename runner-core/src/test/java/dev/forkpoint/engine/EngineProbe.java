@@ -49,9 +49,22 @@ public final class EngineProbe {
 
     /** From now on, the sampled tokens are {@code ids} in order (then the last one forever); null = the model's own. */
     public void script(int[] ids) {
+        script(ids, false);
+    }
+
+    /**
+     * From now on, the sampled tokens are {@code ids} in order, over and over: a client that sends one request after
+     * another, each generating the whole script (ending with an end-of-generation id), gets the same reply each time.
+     */
+    public void scriptRepeating(int[] ids) {
+        script(ids, true);
+    }
+
+    private void script(int[] ids, boolean repeat) {
         synchronized (model) {
             script.ids = ids == null ? null : ids.clone();
             script.next = 0;
+            script.repeat = repeat;
         }
     }
 
@@ -73,6 +86,7 @@ public final class EngineProbe {
     private static final class ScriptedOps extends ForwardingOps {
         int[] ids;          // guarded by the model's lock
         int next;
+        boolean repeat;
         volatile long paceMillis;
 
         ScriptedOps(Ops delegate) { super(delegate); }
@@ -88,7 +102,7 @@ public final class EngineProbe {
                 }
             }
             if (ids != null) {
-                int id = ids[Math.min(next++, ids.length - 1)];
+                int id = repeat ? ids[next++ % ids.length] : ids[Math.min(next++, ids.length - 1)];
                 for (float[] row : out) {
                     float max = Float.NEGATIVE_INFINITY;
                     for (float v : row) max = Math.max(max, v);

@@ -29,6 +29,7 @@ public final class FuzzTargets {
             new Target("tokenize", "dev.forkpoint.tokenizer.TokenizerFuzzTest", "encodeDecode", "text on the real vocabularies of ../shared"),
             new Target("chat-template", "dev.forkpoint.chat.ChatTemplateFuzzTest", "template", "Jinja chat template sources"),
             new Target("chat-messages", "dev.forkpoint.chat.ChatTemplateFuzzTest", "messages", "messages and tools on public models' templates, replies"),
+            new Target("thinking", "dev.forkpoint.chat.ChatTemplateFuzzTest", "thinkingReply", "model output with <think> blocks, cut into pieces"),
             new Target("ollama", "dev.forkpoint.server.ollama.OllamaRequestsFuzzTest", "request", "Ollama request bodies and options"),
             new Target("openai", "dev.forkpoint.server.openai.OpenAiRequestsFuzzTest", "request", "OpenAI request bodies, messages and options"),
             new Target("anthropic", "dev.forkpoint.server.anthropic.AnthropicRequestsFuzzTest", "request", "Anthropic request bodies, blocks and tools"),

@@ -19,11 +19,15 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 /**
  * The official JavaScript clients (npm: ollama, openai, @anthropic-ai/sdk, pinned in src/test/js/package.json) against a
  * live server: {@code src/test/js/clients.mjs} cross-checks the three APIs (greedy text equal across APIs and between
- * streamed and not, usage consistent, errors in each API's shape). {@code ./forkpoint test} installs the clients with
- * {@code npm ci}; without Node.js the test is skipped, saying why.
+ * streamed and not, usage consistent, errors in each API's shape), and each client's view of thinking on a second
+ * model (stories260K with Qwen3's template, its replies scripted to one thinking block and an answer).
+ * {@code ./forkpoint test} installs the clients with {@code npm ci}; without Node.js the test is skipped, saying why.
  */
 class JsClientLibrariesTest {
     static final Path JS = Path.of("src/test/js").toAbsolutePath();
+
+    @org.junit.jupiter.api.io.TempDir
+    Path dir;
 
     @Test
     void officialClientsAgainstALiveServer() throws Exception {
@@ -32,9 +36,15 @@ class JsClientLibrariesTest {
                 "the JavaScript clients are not installed: run ./forkpoint test (or npm ci in " + JS + ")");
         var config = ServerHarness.config();
         var model = dev.forkpoint.TestData.shared("models/stories260K.gguf");
-        try (ForkpointServer server = ForkpointServer.start(config.withModel(model),
+        Path thinking = TemplateModel.write(dir, ThinkingTest.FILE, TemplateModel.qwen3Template(), 4096);
+        try (ForkpointServer server = ForkpointServer.start(config.withModels(List.of(model.toString(), thinking.toString())),
                 List.of(new OllamaApi(), new RunnerApi(), new OpenAiApi(), new AnthropicApi()))) {
-            Process p = new ProcessBuilder("node", "clients.mjs", server.address(), ServerHarness.MODEL)
+            ServedModel thinker = server.models().loaded().stream().filter(m -> m.name().equals(ThinkingTest.FILE)).findFirst()
+                    .orElseThrow(() -> new AssertionError("not loaded: " + ThinkingTest.FILE + " in " + server.models().loaded()));
+            dev.forkpoint.engine.EngineProbe.install(thinker.model()).scriptRepeating(
+                    ThinkingTest.scriptIds(thinker.model().tokenizer(), ThinkingTest.REPLY));
+            Process p = new ProcessBuilder("node", "clients.mjs", server.address(), ServerHarness.MODEL,
+                    ThinkingTest.FILE, ThinkingTest.THINKING, ThinkingTest.ANSWER)
                     .directory(JS.toFile()).redirectErrorStream(true).start();
             String out;
             try (var in = p.getInputStream()) {

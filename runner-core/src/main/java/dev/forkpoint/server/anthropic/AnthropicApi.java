@@ -5,8 +5,9 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.forkpoint.chat.AssistantReply;
 import dev.forkpoint.chat.ChatMessage;
+import dev.forkpoint.chat.ReplyFormat;
+import dev.forkpoint.chat.ThinkMode;
 import dev.forkpoint.chat.ToolCall;
-import dev.forkpoint.chat.ToolCallFormat;
 import dev.forkpoint.chat.ToolDefinition;
 import dev.forkpoint.engine.GenerationCancelledException;
 import dev.forkpoint.engine.GenerationEvent;
@@ -20,6 +21,7 @@ import dev.forkpoint.server.Completion;
 import dev.forkpoint.server.EventStream;
 import dev.forkpoint.server.Json;
 import dev.forkpoint.server.ModelLease;
+import dev.forkpoint.server.ReplyStream;
 import dev.forkpoint.server.ServedModel;
 import dev.forkpoint.server.ServerApi;
 import dev.forkpoint.server.ServerCore;
@@ -46,8 +48,16 @@ import java.util.UUID;
  * text block and {@code tool_use} blocks (whose input arrives as one {@code input_json_delta}), so text belonging to a
  * call is never streamed as text.
  *
- * <p>Refused with a 400 naming the field rather than ignored: a missing {@code max_tokens}, {@code thinking} enabled,
- * forced tool choice ({@code any}, {@code tool}), image and document blocks. A prompt plus {@code max_tokens} beyond
+ * <p>Thinking ({@link MessageMapping#thinking}): the thinking block comes back as a first {@code thinking} content block
+ * ({@code {"type":"thinking","thinking":…,"signature":""}}: Forkpoint signs nothing, so the signature is empty and
+ * is not checked when the block is sent back), streamed as {@code thinking_delta} events (then an empty
+ * {@code signature_delta}) before the text block. Thinking counts against {@code max_tokens}; {@code budget_tokens}
+ * is checked as Anthropic checks it and caps the thinking: at the budget the engine closes the block itself
+ * ({@link dev.forkpoint.engine.ThinkingBudget}) and the model answers.
+ * Enabled for a model that cannot think, it is relaxed, as Ollama relaxes it for this API: that model simply uses
+ * none of the budget. A thinking block of an assistant message goes back to the template as its thinking.
+ *
+ * <p>Refused with a 400 naming the field rather than ignored: a missing {@code max_tokens}, forced tool choice ({@code any}, {@code tool}), image and document blocks. A prompt plus {@code max_tokens} beyond
  * the model's context is refused naming the field.
  */
 public final class AnthropicApi implements ServerApi {
@@ -92,19 +102,18 @@ public final class AnthropicApi implements ServerApi {
         var req = Json.read(ctx, AnthropicRequests.Messages.class);
         if (req.maxTokens() == null) throw new BadFieldException("max_tokens", "max_tokens: Field required");
         if (req.maxTokens() < 1) throw new BadFieldException("max_tokens", "max_tokens must be at least 1, got " + req.maxTokens());
-        if (req.thinking() != null && req.thinking().isObject() && req.thinking().path("type").asText("").equals("enabled")) {
-            throw new BadFieldException("thinking", "thinking is not supported yet; remove 'thinking' or set its type to \"disabled\"");
-        }
+        ThinkMode think = MessageMapping.thinking(req.thinking(), req.maxTokens());
         List<ChatMessage> messages = MessageMapping.messages(req.system(), req.messages());
         List<ToolDefinition> tools = MessageMapping.tools(req.tools(), req.toolChoice());
         SamplingOptions sampling = sampling(req);
         try (ModelLease lease = core.models().acquire(req.model(), null)) {
             ServedModel model = lease.model();
-            ServedModel.ChatPrompt chat = model.renderChat(messages, tools);
+            ServedModel.ChatPrompt chat = model.renderChat(messages, tools, 0, "messages", relaxed(model, think));
             checkContext(model, chat.prompt(), req.maxTokens());
             GenerationRequest request = chat.request(sampling, 0, GenerationRequest.NUM_BATCH_DEFAULT, "");
-            boolean parseTools = !tools.isEmpty() && chat.template().toolCallFormat() != ToolCallFormat.NONE;
-            Reply reply = new Reply(model.name(), parseTools ? chat.template()::parseReply : null);
+            int budget = MessageMapping.thinkingBudget(req.thinking());
+            if (budget > 0) request = request.withThinkingBudget(model.thinkingBudget(chat, budget));
+            Reply reply = new Reply(model.name(), chat.reply());
             Completion completion = model.submit(request);   // 400 / 503 here, before anything is sent
             if (Boolean.TRUE.equals(req.stream())) stream(ctx, completion, reply);
             else {
@@ -113,6 +122,11 @@ public final class AnthropicApi implements ServerApi {
                 }
             }
         }
+    }
+
+    /** Thinking enabled for a model that cannot think: the model's default (it thinks not at all), as Ollama relaxes it. */
+    private static ThinkMode relaxed(ServedModel model, ThinkMode think) {
+        return think.requested() && !model.chatTemplate().supportsThinking() ? ThinkMode.DEFAULT : think;
     }
 
     /** Anthropic's sampling: temperature 1 in [0, 1], top_p (1) in [0, 1], top_k (off) ≥ 0, stop_sequences, max_tokens. */
@@ -169,12 +183,13 @@ public final class AnthropicApi implements ServerApi {
 
     private void countTokens(Context ctx) {
         var req = Json.read(ctx, AnthropicRequests.CountTokens.class);
+        ThinkMode think = MessageMapping.thinking(req.thinking(), null);
         List<ChatMessage> messages = MessageMapping.messages(req.system(), req.messages());
         List<ToolDefinition> tools = MessageMapping.tools(req.tools(), req.toolChoice());
         try (ModelLease lease = core.models().acquire(req.model(), null)) {
             ServedModel model = lease.model();
             ObjectNode body = F.objectNode();
-            body.put("input_tokens", promptTokens(model, model.renderChat(messages, tools).prompt()));
+            body.put("input_tokens", promptTokens(model, model.renderChat(messages, tools, 0, "messages", relaxed(model, think)).prompt()));
             ctx.json(body);
         }
     }
@@ -183,41 +198,49 @@ public final class AnthropicApi implements ServerApi {
 
     private static void stream(Context ctx, Completion completion, Reply reply) throws InterruptedException {
         try (EventStream out = EventStream.sse(ctx, completion)) {
-            boolean textOpen = false;
+            Blocks blocks = new Blocks(out);
             for (GenerationEvent e; (e = out.next()) != null; ) {
                 switch (e) {
                     case GenerationEvent.Started s -> {
                         out.send("message_start", reply.start(s.promptTokens() - s.cachedTokens(), s.cachedTokens()));
-                        if (!reply.buffered()) {
-                            out.send("content_block_start", blockStart(0, textBlock("")));
-                            textOpen = true;
-                        }
+                        // a reply that can hold neither thinking nor tool calls is one text block: open it at once
+                        if (!reply.format.thinking() && !reply.format.parsesTools()) blocks.text("");
                         out.send("ping", F.objectNode().put("type", "ping"));
                     }
                     case GenerationEvent.Text t -> {
-                        if (!reply.buffered()) out.send("content_block_delta", delta(0, textDelta(t.piece())));
+                        ReplyStream.Delta d = reply.stream.text(t);
+                        if (d != null) {
+                            blocks.thinking(d.thinking());
+                            blocks.text(d.content());
+                        }
                     }
                     case GenerationEvent.Done d -> {
                         GenerationResult r = d.result();
-                        AssistantReply parsed = reply.parse(r);
-                        int index = 0;
-                        if (textOpen) {
-                            out.send("content_block_stop", blockStop(index++));
-                        } else {
+                        ReplyStream.End end = reply.stream.end(r);
+                        AssistantReply parsed = end.reply();
+                        blocks.thinking(end.thinking());
+                        if (reply.format.parsesTools()) {
+                            blocks.close();
                             for (ObjectNode block : reply.blocks(parsed)) {
-                                boolean tool = block.path("type").asText().equals("tool_use");
+                                String type = block.path("type").asText();
+                                if (type.equals("thinking")) continue;   // streamed already
+                                boolean tool = type.equals("tool_use");
                                 ObjectNode start = block.deepCopy();
                                 if (tool) start.putObject("input");
                                 else start.put("text", "");
-                                out.send("content_block_start", blockStart(index, start));
+                                int index = blocks.open(start);
                                 if (tool) {
                                     out.send("content_block_delta", delta(index, F.objectNode().put("type", "input_json_delta")
                                             .put("partial_json", Json.write(block.get("input")))));
                                 } else if (!block.path("text").asText().isEmpty()) {
                                     out.send("content_block_delta", delta(index, textDelta(block.path("text").asText())));
                                 }
-                                out.send("content_block_stop", blockStop(index++));
+                                blocks.close();
                             }
+                        } else {
+                            blocks.text(end.content());
+                            if (!blocks.textSeen) blocks.open(textBlock(""));   // the reply's (empty) text block
+                            blocks.close();
                         }
                         ObjectNode md = F.objectNode().put("type", "message_delta");
                         ObjectNode dd = md.putObject("delta");
@@ -234,6 +257,49 @@ public final class AnthropicApi implements ServerApi {
                     }
                 }
             }
+        }
+    }
+
+    /** The content blocks of a streamed message: at most one open at a time, indexed in order. */
+    private static final class Blocks {
+        private final EventStream out;
+        private int next;          // the index of the next block
+        private String open;       // the type of the open block, or null
+        boolean textSeen;
+
+        Blocks(EventStream out) { this.out = out; }
+
+        /** Starts a block (closing the open one); returns its index. */
+        int open(ObjectNode block) {
+            close();
+            open = block.path("type").asText();
+            if (open.equals("text")) textSeen = true;
+            out.send("content_block_start", blockStart(next, block));
+            return next;
+        }
+
+        void close() {
+            if (open == null) return;
+            if (open.equals("thinking")) {
+                out.send("content_block_delta", delta(next, F.objectNode().put("type", "signature_delta").put("signature", "")));
+            }
+            out.send("content_block_stop", blockStop(next++));
+            open = null;
+        }
+
+        /** Thinking text: into the thinking block (opened when needed). */
+        void thinking(String text) {
+            if (text.isEmpty()) return;
+            if (!"thinking".equals(open)) open(thinkingBlock(""));
+            out.send("content_block_delta", delta(next, F.objectNode().put("type", "thinking_delta").put("thinking", text)));
+        }
+
+        /** Answer text: into the text block (opened when needed, closing the thinking block); "" opens it only. */
+        void text(String text) {
+            if (text.isEmpty() && open != null) return;
+            if (text.isEmpty() && textSeen) return;
+            if (!"text".equals(open)) open(textBlock(""));
+            if (!text.isEmpty()) out.send("content_block_delta", delta(next, textDelta(text)));
         }
     }
 
@@ -261,6 +327,10 @@ public final class AnthropicApi implements ServerApi {
         return F.objectNode().put("type", "text").put("text", text);
     }
 
+    private static ObjectNode thinkingBlock(String thinking) {
+        return F.objectNode().put("type", "thinking").put("thinking", thinking).put("signature", "");
+    }
+
     static String stopReason(GenerationResult r, AssistantReply parsed) {
         if (!parsed.toolCalls().isEmpty()) return "tool_use";
         if (r.stopSequence() != null) return "stop_sequence";
@@ -281,22 +351,19 @@ public final class AnthropicApi implements ServerApi {
     private static final class Reply {
         private final String id = "msg_" + UUID.randomUUID().toString().replace("-", "").substring(0, 24);
         private final String model;
-        private final java.util.function.Function<String, AssistantReply> parser;   // null: no tool parsing
+        final ReplyFormat format;
+        final ReplyStream stream;
 
-        Reply(String model, java.util.function.Function<String, AssistantReply> parser) {
+        Reply(String model, ReplyFormat format) {
             this.model = model;
-            this.parser = parser;
+            this.format = format;
+            this.stream = new ReplyStream(format);
         }
 
-        boolean buffered() { return parser != null; }
-
-        AssistantReply parse(GenerationResult r) {
-            return parser == null ? new AssistantReply(r.text(), List.of()) : parser.apply(r.text());
-        }
-
-        /** The content blocks: the text (unless empty beside tool calls), then one tool_use block per call. */
+        /** The content blocks: the thinking (if any), the text (unless empty beside tool calls), then one tool_use block per call. */
         List<ObjectNode> blocks(AssistantReply reply) {
             List<ObjectNode> out = new ArrayList<>();
+            if (!reply.thinking().isEmpty()) out.add(thinkingBlock(reply.thinking()));
             if (!reply.content().isEmpty() || reply.toolCalls().isEmpty()) out.add(textBlock(reply.content()));
             for (int i = 0; i < reply.toolCalls().size(); i++) {
                 ToolCall c = reply.toolCalls().get(i);
@@ -320,7 +387,7 @@ public final class AnthropicApi implements ServerApi {
         }
 
         ObjectNode whole(GenerationResult r) {
-            AssistantReply parsed = parse(r);
+            AssistantReply parsed = format.parse(r.text());
             ArrayNode content = F.arrayNode();
             content.addAll(blocks(parsed));
             ObjectNode m = message(content);

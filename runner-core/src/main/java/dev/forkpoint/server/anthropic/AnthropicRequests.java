@@ -19,5 +19,5 @@ final class AnthropicRequests {
                     JsonNode thinking) {}
 
     record CountTokens(String model, JsonNode system, List<JsonNode> messages, List<JsonNode> tools,
-                       @JsonProperty("tool_choice") JsonNode toolChoice) {}
+                       @JsonProperty("tool_choice") JsonNode toolChoice, JsonNode thinking) {}
 }

@@ -16,7 +16,9 @@ import java.util.Map;
 /**
  * Anthropic's {@code system} and {@code messages} as the chat template's {@link ChatMessage}s, and its tools as
  * {@link ToolDefinition}s. Content is a string or an array of blocks: {@code text}; in assistant turns
- * {@code tool_use} (→ the message's tool calls; {@code thinking} blocks, the model's own reasoning, are dropped); in
+ * {@code tool_use} (→ the message's tool calls), {@code thinking} (→ the message's thinking, several joined by a line
+ * break; the signature is not checked: Forkpoint signs nothing) and {@code redacted_thinking} (dropped: there is no
+ * text to give the template); in
  * user turns {@code tool_result} (→ a "tool" message each, before the turn's text). Image and document blocks are a
  * 400 naming them (Forkpoint runs text models); so is every other malformed field, by its JSON path.
  */
@@ -50,6 +52,7 @@ final class MessageMapping {
             }
             if (!content.isArray()) throw new BadFieldException(cat, cat + " must be a string or an array of content blocks, got " + Json.describe(content));
             StringBuilder text = new StringBuilder();
+            StringBuilder thinking = new StringBuilder();
             List<ToolCall> calls = new ArrayList<>();
             for (int j = 0; j < content.size(); j++) {
                 String bat = cat + "[" + j + "]";
@@ -78,17 +81,62 @@ final class MessageMapping {
                     }
                     case "thinking", "redacted_thinking" -> {
                         if (!role.equals("assistant")) throw new BadFieldException(bat + ".type", bat + ": " + type + " blocks belong in assistant messages");
+                        if (type.equals("thinking")) {
+                            String t = textField(b, "thinking", bat);
+                            if (!thinking.isEmpty() && !t.isEmpty()) thinking.append('\n');
+                            thinking.append(t);
+                        }
                     }
                     case "image", "document" -> throw new BadFieldException(bat,
                             bat + " is an '" + type + "' block: only text is supported (Forkpoint runs text models)");
                     default -> throw new BadFieldException(bat + ".type", bat + ".type \"" + type + "\" is not supported (text, tool_use, tool_result)");
                 }
             }
-            if (role.equals("assistant")) out.add(new ChatMessage("assistant", text.toString(), calls, null, null));
+            if (role.equals("assistant")) out.add(new ChatMessage("assistant", text.toString(), calls, null, null, thinking.toString()));
             else if (!text.isEmpty() || content.isEmpty()) out.add(ChatMessage.of("user", text.toString()));
         }
         return out;
     }
+
+    /**
+     * {@code thinking}: absent = the model's default (as Ollama's Anthropic layer does: a Qwen3 model thinks);
+     * {@code {"type":"enabled","budget_tokens":N}} = on, N checked as Anthropic checks it (an integer ≥ 1024, below
+     * {@code max_tokens} when that is given: {@code maxTokens} null skips it); {@code {"type":"disabled"}} = off;
+     * {@code {"type":"adaptive"}} = the model decides (its default).
+     */
+    static dev.forkpoint.chat.ThinkMode thinking(JsonNode thinking, Integer maxTokens) {
+        if (thinking == null || thinking.isNull()) return dev.forkpoint.chat.ThinkMode.DEFAULT;
+        if (!thinking.isObject()) throw new BadFieldException("thinking", "thinking must be an object, got " + Json.describe(thinking));
+        String type = textField(thinking, "type", "thinking");
+        switch (type) {
+            case "disabled" -> { return dev.forkpoint.chat.ThinkMode.OFF; }
+            case "adaptive" -> { return dev.forkpoint.chat.ThinkMode.DEFAULT; }
+            case "enabled" -> {
+                JsonNode budget = thinking.get("budget_tokens");
+                if (budget == null || !budget.canConvertToInt() || !budget.isIntegralNumber()) {
+                    throw new BadFieldException("thinking.budget_tokens", "thinking.budget_tokens must be an integer, got " + Json.describe(budget));
+                }
+                int n = budget.intValue();
+                if (n < MIN_THINKING_BUDGET) {
+                    throw new BadFieldException("thinking.budget_tokens", "thinking.budget_tokens must be at least " + MIN_THINKING_BUDGET + ", got " + n);
+                }
+                if (maxTokens != null && n >= maxTokens) {
+                    throw new BadFieldException("thinking.budget_tokens", "thinking.budget_tokens (" + n + ") must be less than max_tokens (" + maxTokens + ")");
+                }
+                return dev.forkpoint.chat.ThinkMode.ON;
+            }
+            default -> throw new BadFieldException("thinking.type", "thinking.type must be \"enabled\", \"disabled\" or \"adaptive\", got \"" + type + "\"");
+        }
+    }
+
+    /** {@code thinking.budget_tokens} of an enabled thinking (checked by {@link #thinking}), or 0 when there is none. */
+    static int thinkingBudget(JsonNode thinking) {
+        if (thinking == null || !thinking.isObject() || !"enabled".equals(thinking.path("type").asText())) return 0;
+        return thinking.path("budget_tokens").asInt(0);
+    }
+
+    /** Anthropic's smallest thinking budget. */
+    static final int MIN_THINKING_BUDGET = 1024;
 
     /** {@code system}: null, a string, or an array of text blocks (joined). */
     static String system(JsonNode system) {

@@ -6,6 +6,8 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.forkpoint.chat.AssistantReply;
 import dev.forkpoint.chat.ChatMessage;
+import dev.forkpoint.chat.ReplyFormat;
+import dev.forkpoint.chat.ThinkMode;
 import dev.forkpoint.chat.ToolCallFormat;
 import dev.forkpoint.chat.ToolDefinition;
 import dev.forkpoint.engine.GenerationEvent;
@@ -21,6 +23,7 @@ import dev.forkpoint.server.Json;
 import dev.forkpoint.server.LogprobJson;
 import dev.forkpoint.server.ModelLease;
 import dev.forkpoint.server.ModelListing;
+import dev.forkpoint.server.ReplyStream;
 import dev.forkpoint.server.ServedModel;
 import dev.forkpoint.server.ServerApi;
 import dev.forkpoint.server.ServerCore;
@@ -46,8 +49,14 @@ import java.util.Map;
  * <b>{@code prompt_cache_count}</b>, the prompt tokens reused from the prefix cache
  * ({@code prompt_eval_count + prompt_cache_count} = the prompt's tokens).
  *
+ * <p>Thinking ({@code think}: true, false, or a level "high" | "medium" | "low" | "max", which means true and reaches the
+ * template as {@code reasoning_effort}): absent, a model whose template thinks does so (Ollama's default); the thinking
+ * block comes back as {@code message.thinking} ({@code thinking} for generate), streamed as it is generated, and
+ * an assistant message's {@code thinking} goes back to the template. Asking a model that cannot think is a 400
+ * ({@code "<model>" does not support thinking}), as in Ollama.
+ *
  * <p>Refused with a 400 naming the field rather than ignored: {@code format} (JSON mode / schema: no constrained
- * decoding yet), {@code images}, {@code suffix}, {@code template}, {@code context}, {@code think: true}.
+ * decoding yet), {@code images}, {@code suffix}, {@code template}, {@code context}.
  * Model management ({@code pull}, {@code push}, {@code create}, {@code copy}, {@code delete}) and embeddings answer 501.
  */
 public final class OllamaApi implements ServerApi {
@@ -89,7 +98,7 @@ public final class OllamaApi implements ServerApi {
         var req = Json.read(ctx, OllamaRequests.Generate.class);
         int topLogprobs = req.engineTopLogprobs();
         refuseFormat(req.format());
-        refuseThink(req.think());
+        ThinkMode think = think(req.think());
         if (req.images() != null && !req.images().isEmpty()) throw new BadFieldException("images", "images are not supported: Forkpoint runs text models only");
         if (req.suffix() != null && !req.suffix().isEmpty()) throw new BadFieldException("suffix", "suffix (fill-in-the-middle) is not supported");
         if (req.template() != null && !req.template().isEmpty()) throw new BadFieldException("template", "template overrides are not supported; the model's own chat template is used (or raw: true)");
@@ -109,22 +118,26 @@ public final class OllamaApi implements ServerApi {
                 ctx.json(done);
                 return;
             }
+            model.requireThinking(think, "think");
             GenerationRequest request;
+            ReplyFormat format;
             if (Boolean.TRUE.equals(req.raw())) {
                 request = new GenerationRequest(prompt, options.sampling(), options.numCtx(), options.numBatch());
+                format = model.chatTemplate().replyFormat(prompt, think, false);
             } else {
                 List<ChatMessage> messages = new ArrayList<>();
                 if (req.system() != null && !req.system().isEmpty()) messages.add(ChatMessage.of("system", req.system()));
                 if (!prompt.isEmpty()) messages.add(ChatMessage.of("user", prompt));
-                request = model.renderChat(messages, List.of(), options.numCtx(), "prompt").request(options.sampling(), options.numCtx(), options.numBatch(), "");
+                ServedModel.ChatPrompt chat = model.renderChat(messages, List.of(), options.numCtx(), "prompt", think);
+                request = chat.request(options.sampling(), options.numCtx(), options.numBatch(), "");
+                format = chat.reply();
             }
             request = request.withTopLogprobs(topLogprobs);
-            Shape shape = new Shape() {
-                public void piece(ObjectNode chunk, String text) { chunk.put("response", text); }
-
-                public void whole(ObjectNode chunk, GenerationResult r, boolean streamed) { chunk.put("response", streamed ? "" : r.text()); }
+            Shape shape = (chunk, thinking, content, calls) -> {
+                chunk.put("response", content);
+                if (!thinking.isEmpty()) chunk.put("thinking", thinking);
             };
-            respond(ctx, lease, request, stream, t0, shape);
+            respond(ctx, lease, request, stream, t0, format, shape);
         }
     }
 
@@ -135,7 +148,7 @@ public final class OllamaApi implements ServerApi {
         var req = Json.read(ctx, OllamaRequests.Chat.class);
         int topLogprobs = req.engineTopLogprobs();
         refuseFormat(req.format());
-        refuseThink(req.think());
+        ThinkMode think = think(req.think());
         if (req.messages() == null) throw new BadFieldException("messages", "messages is required");
         List<ChatMessage> messages = new ArrayList<>();
         for (int i = 0; i < req.messages().size(); i++) messages.add(message(req.messages().get(i), i));
@@ -156,31 +169,25 @@ public final class OllamaApi implements ServerApi {
                 ctx.json(done);
                 return;
             }
-            ServedModel.ChatPrompt chat = model.renderChat(messages, tools, options.numCtx());
+            model.requireThinking(think, "think");
+            ServedModel.ChatPrompt chat = model.renderChat(messages, tools, options.numCtx(), "messages", think);
             GenerationRequest request = chat.request(options.sampling(), options.numCtx(), options.numBatch(), "").withTopLogprobs(topLogprobs);
-            boolean parseTools = !tools.isEmpty() && chat.template().toolCallFormat() != ToolCallFormat.NONE;
-            Shape shape = new Shape() {
-                public void piece(ObjectNode chunk, String text) { chunk.set("message", assistant(text)); }
-
-                public boolean streamsPieces() { return !parseTools; }
-
-                public void whole(ObjectNode chunk, GenerationResult r, boolean streamed) {
-                    AssistantReply reply = parseTools ? chat.template().parseReply(r.text()) : new AssistantReply(r.text(), List.of());
-                    ObjectNode m = assistant(streamed && !parseTools ? "" : reply.content());
-                    if (!reply.toolCalls().isEmpty()) {
-                        ArrayNode calls = m.putArray("tool_calls");
-                        for (int i = 0; i < reply.toolCalls().size(); i++) {
-                            var c = reply.toolCalls().get(i);
-                            ObjectNode fn = calls.addObject().putObject("function");
-                            fn.put("index", i);
-                            fn.put("name", c.name());
-                            fn.set("arguments", c.arguments() == null ? F.objectNode() : c.arguments());
-                        }
+            Shape shape = (chunk, thinking, content, calls) -> {
+                ObjectNode m = assistant(content);
+                if (!thinking.isEmpty()) m.put("thinking", thinking);
+                if (!calls.isEmpty()) {
+                    ArrayNode array = m.putArray("tool_calls");
+                    for (int i = 0; i < calls.size(); i++) {
+                        var c = calls.get(i);
+                        ObjectNode fn = array.addObject().putObject("function");
+                        fn.put("index", i);
+                        fn.put("name", c.name());
+                        fn.set("arguments", c.arguments() == null ? F.objectNode() : c.arguments());
                     }
-                    chunk.set("message", m);
                 }
+                chunk.set("message", m);
             };
-            respond(ctx, lease, request, stream, t0, shape);
+            respond(ctx, lease, request, stream, t0, chat.reply(), shape);
         }
     }
 
@@ -206,7 +213,7 @@ public final class OllamaApi implements ServerApi {
                         args == null || args.isNull() ? F.objectNode() : args));
             }
         }
-        return new ChatMessage(m.role(), m.content(), calls, null, m.toolName());
+        return new ChatMessage(m.role(), m.content(), calls, null, m.toolName(), m.thinking());
     }
 
     private static ToolDefinition tool(OllamaRequests.Tool t, int i) {
@@ -232,56 +239,61 @@ public final class OllamaApi implements ServerApi {
                 + " is not supported yet: Forkpoint has no constrained decoding, so it cannot guarantee JSON output; remove 'format'");
     }
 
-    private static void refuseThink(JsonNode think) {
-        if (think == null || think.isNull() || (think.isBoolean() && !think.asBoolean())) return;
-        throw new BadFieldException("think", "think is not supported yet (got " + Json.describe(think) + "); remove it or set it to false");
+    /** {@code think}: absent (the model's default), true, false, or a level ("high", "medium", "low", "max": on). */
+    static ThinkMode think(JsonNode think) {
+        if (think == null || think.isNull()) return ThinkMode.DEFAULT;
+        if (think.isBoolean()) return think.asBoolean() ? ThinkMode.ON : ThinkMode.OFF;
+        if (think.isTextual() && THINK_LEVELS.contains(think.asText())) return ThinkMode.level(think.asText());
+        throw new BadFieldException("think", "think must be true, false, \"high\", \"medium\", \"low\" or \"max\", got " + Json.describe(think));
     }
+
+    private static final java.util.Set<String> THINK_LEVELS = java.util.Set.of("high", "medium", "low", "max");
 
     // ---- the shared completion loop ----
 
-    /** How one endpoint puts text into its chunks. */
+    /** How one endpoint puts a reply's parts into a chunk (thinking "" and calls empty when there are none). */
     private interface Shape {
-        void piece(ObjectNode chunk, String text);
-
-        /** The final chunk's text fields: the whole text when not streamed (or when pieces were held back). */
-        void whole(ObjectNode chunk, GenerationResult r, boolean streamed);
-
-        default boolean streamsPieces() { return true; }
+        void put(ObjectNode chunk, String thinking, String content, List<dev.forkpoint.chat.ToolCall> calls);
     }
 
-    private void respond(Context ctx, ModelLease lease, GenerationRequest request, boolean stream, long t0, Shape shape) throws InterruptedException {
+    private void respond(Context ctx, ModelLease lease, GenerationRequest request, boolean stream, long t0, ReplyFormat format,
+                         Shape shape) throws InterruptedException {
         ServedModel model = lease.model();
         Completion completion = model.submit(request);   // 400 / 503 here, before anything is sent
         if (!stream) {
             try (completion) {
                 GenerationResult r = completion.await(ctx);
+                AssistantReply reply = format.parse(r.text());
                 ObjectNode done = base(model.name());
-                shape.whole(done, r, false);
+                shape.put(done, reply.thinking(), reply.content(), reply.toolCalls());
                 finish(done, r, lease, t0);
                 if (request.wantsLogprobs()) done.set("logprobs", LogprobJson.ollama(r.logprobs()));
                 ctx.json(done);
             }
             return;
         }
+        ReplyStream reply = new ReplyStream(format);
         try (EventStream out = EventStream.ndjson(ctx, completion)) {
             for (GenerationEvent e; (e = out.next()) != null; ) {
                 switch (e) {
                     case GenerationEvent.Started s -> { }
                     case GenerationEvent.Text t -> {
-                        if (shape.streamsPieces()) {
+                        ReplyStream.Delta d = reply.text(t);
+                        if (d != null) {
                             ObjectNode chunk = base(model.name());
-                            shape.piece(chunk, t.piece());
+                            shape.put(chunk, d.thinking(), d.content(), List.of());
                             chunk.put("done", false);
-                            if (!t.logprobs().isEmpty()) chunk.set("logprobs", LogprobJson.ollama(t.logprobs()));
+                            if (!d.logprobs().isEmpty()) chunk.set("logprobs", LogprobJson.ollama(d.logprobs()));
                             out.send(chunk);
                         }
                     }
                     case GenerationEvent.Done d -> {
+                        ReplyStream.End end = reply.end(d.result());
                         ObjectNode done = base(model.name());
-                        shape.whole(done, d.result(), true);
+                        shape.put(done, end.thinking(), end.content(), end.reply().toolCalls());
                         finish(done, d.result(), lease, t0);
-                        // pieces held back (tool parsing): their entries come with the text, in the last chunk
-                        if (request.wantsLogprobs() && !shape.streamsPieces()) done.set("logprobs", LogprobJson.ollama(d.result().logprobs()));
+                        // entries of text held back (tool parsing, a tag not yet certain) come with it, in the last chunk
+                        if (request.wantsLogprobs() && !end.logprobs().isEmpty()) done.set("logprobs", LogprobJson.ollama(end.logprobs()));
                         out.send(done);
                     }
                     case GenerationEvent.Failed f -> {
@@ -385,6 +397,7 @@ public final class OllamaApi implements ServerApi {
             mi.put("general.file_sha256", info.sha256());
             ArrayNode caps = body.putArray("capabilities").add("completion");
             if (s.chatTemplate().toolCallFormat() != ToolCallFormat.NONE) caps.add("tools");
+            if (s.chatTemplate().supportsThinking()) caps.add("thinking");
             body.put("modified_at", Instant.now().toString());
             ctx.json(body);
         }

@@ -48,7 +48,7 @@ final class ChatMapping {
                 case "assistant" -> {
                     List<ToolCall> calls = toolCalls(m.get("tool_calls"), at + ".tool_calls");
                     for (ToolCall c : calls) callNames.put(c.id(), c.name());
-                    out.add(new ChatMessage("assistant", content, calls, null, null));
+                    out.add(new ChatMessage("assistant", content, calls, null, null, reasoning(m, at)));
                 }
                 case "tool" -> {
                     JsonNode id = m.get("tool_call_id");
@@ -61,6 +61,20 @@ final class ChatMapping {
             }
         }
         return out;
+    }
+
+    /**
+     * An assistant message's thinking, sent back: {@code reasoning_content} (DeepSeek, vLLM) or {@code reasoning}
+     * (Ollama), a string or null.
+     */
+    static String reasoning(JsonNode m, String at) {
+        for (String field : new String[] {"reasoning_content", "reasoning"}) {
+            JsonNode r = m.get(field);
+            if (r == null || r.isNull()) continue;
+            if (!r.isTextual()) throw new BadFieldException(at + "." + field, at + "." + field + " must be a string, got " + Json.describe(r));
+            if (!r.asText().isEmpty()) return r.asText();
+        }
+        return "";
     }
 
     /** A message's content as text: a string, null (""), or the concatenation of its text parts. */

@@ -6,8 +6,9 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.forkpoint.chat.AssistantReply;
 import dev.forkpoint.chat.ChatMessage;
+import dev.forkpoint.chat.ReplyFormat;
+import dev.forkpoint.chat.ThinkMode;
 import dev.forkpoint.chat.ToolCall;
-import dev.forkpoint.chat.ToolCallFormat;
 import dev.forkpoint.chat.ToolDefinition;
 import dev.forkpoint.engine.GenerationCancelledException;
 import dev.forkpoint.engine.GenerationEvent;
@@ -24,6 +25,7 @@ import dev.forkpoint.server.LogprobJson;
 import dev.forkpoint.server.ModelLease;
 import dev.forkpoint.server.ModelListing;
 import dev.forkpoint.server.ModelNotFoundException;
+import dev.forkpoint.server.ReplyStream;
 import dev.forkpoint.server.ServedModel;
 import dev.forkpoint.server.ServerApi;
 import dev.forkpoint.server.ServerCore;
@@ -47,6 +49,13 @@ import java.util.UUID;
  * <p>Tool calls: when tools are given and the model's template has a tool-call format, the reply is buffered and parsed
  * at the end (also when streaming: the text and the tool calls are then sent as the last deltas), so text that
  * belongs to a call is never streamed as content. Without tools, text streams as it is generated.
+ *
+ * <p>Thinking ({@code reasoning_effort}, or {@code reasoning.effort}, as Ollama's OpenAI layer reads them: see
+ * {@link OpenAiOptions#think}): the thinking block comes back as {@code message.reasoning_content} (the field DeepSeek,
+ * vLLM and LiteLLM use) and, with the same text, {@code message.reasoning} (Ollama's), streamed as
+ * {@code delta.reasoning_content} / {@code delta.reasoning} while the model thinks (also when tool calls hold the
+ * answer back); both are absent when there was no thinking. An assistant message's {@code reasoning_content} (or
+ * {@code reasoning}) goes back to the template.
  *
  * <p>{@code /v1/completions} defaults {@code max_tokens} to 16, as OpenAI does; chat completions generate until the end
  * of the reply or of the context. A prompt plus {@code max_tokens} beyond the context is refused naming the field.
@@ -109,13 +118,14 @@ public final class OpenAiApi implements ServerApi {
         String maxField = req.maxCompletionTokens() != null ? "max_completion_tokens" : "max_tokens";
         SamplingOptions sampling = OpenAiOptions.sampling(req, maxTokens, maxField);
         int topLogprobs = OpenAiOptions.topLogprobs(req);
+        ThinkMode think = OpenAiOptions.think(req);
         try (ModelLease lease = core.models().acquire(req.model(), null)) {
             ServedModel model = lease.model();
-            ServedModel.ChatPrompt chat = model.renderChat(messages, tools);
+            model.requireThinking(think, OpenAiOptions.thinkField(req));
+            ServedModel.ChatPrompt chat = model.renderChat(messages, tools, 0, "messages", think);
             OpenAiOptions.checkContext(model, chat.prompt(), maxTokens, "messages", maxField);
             GenerationRequest request = chat.request(sampling, 0, GenerationRequest.NUM_BATCH_DEFAULT, "").withTopLogprobs(topLogprobs);
-            boolean parseTools = !tools.isEmpty() && chat.template().toolCallFormat() != ToolCallFormat.NONE;
-            Reply reply = new ChatReply(model.name(), parseTools ? chat.template()::parseReply : null, request.wantsLogprobs());
+            Reply reply = new ChatReply(model.name(), chat.reply(), request.wantsLogprobs());
             respond(ctx, model, request, Boolean.TRUE.equals(req.stream()), includeUsage(req), reply);
         }
     }
@@ -250,12 +260,14 @@ public final class OpenAiApi implements ServerApi {
         private final String id = newId("chatcmpl-");
         private final long created = Instant.now().getEpochSecond();
         private final String model;
-        private final java.util.function.Function<String, AssistantReply> parser;   // null: no tool parsing
+        private final ReplyFormat format;
+        private final ReplyStream stream;
         private final boolean logprobs;
 
-        ChatReply(String model, java.util.function.Function<String, AssistantReply> parser, boolean logprobs) {
+        ChatReply(String model, ReplyFormat format, boolean logprobs) {
             this.model = model;
-            this.parser = parser;
+            this.format = format;
+            this.stream = new ReplyStream(format);
             this.logprobs = logprobs;
         }
 
@@ -264,16 +276,19 @@ public final class OpenAiApi implements ServerApi {
             else choice.putNull("logprobs");
         }
 
-        private AssistantReply parse(GenerationResult r) {
-            return parser == null ? new AssistantReply(r.text(), List.of()) : parser.apply(r.text());
-        }
-
         private static String finish(GenerationResult r, AssistantReply reply) {
             return !reply.toolCalls().isEmpty() ? "tool_calls" : r.doneReason();
         }
 
+        /** The thinking under both names clients read it by (absent when there is none). */
+        private static void reasoning(ObjectNode message, String thinking) {
+            if (thinking.isEmpty()) return;
+            message.put("reasoning_content", thinking);
+            message.put("reasoning", thinking);
+        }
+
         public ObjectNode whole(GenerationResult r) {
-            AssistantReply reply = parse(r);
+            AssistantReply reply = format.parse(r.text());
             ObjectNode body = head(id, "chat.completion", model, created);
             ObjectNode choice = body.putArray("choices").addObject();
             choice.put("index", 0);
@@ -281,6 +296,7 @@ public final class OpenAiApi implements ServerApi {
             message.put("role", "assistant");
             if (reply.content().isEmpty() && !reply.toolCalls().isEmpty()) message.putNull("content");
             else message.put("content", reply.content());
+            reasoning(message, reply.thinking());
             if (!reply.toolCalls().isEmpty()) message.set("tool_calls", toolCalls(reply.toolCalls(), false));
             logprobs(choice, r.logprobs());
             choice.put("finish_reason", finish(r, reply));
@@ -296,20 +312,24 @@ public final class OpenAiApi implements ServerApi {
         }
 
         public ObjectNode piece(GenerationEvent.Text text) {
-            if (parser != null) return null;
+            ReplyStream.Delta d = stream.text(text);
+            if (d == null) return null;
+            return chunk(textDelta(d.thinking(), d.content()), null, d.logprobs());
+        }
+
+        private static ObjectNode textDelta(String thinking, String content) {
             ObjectNode delta = F.objectNode();
-            delta.put("content", text.piece());
-            return chunk(delta, null, text.logprobs());
+            delta.put("content", content);
+            reasoning(delta, thinking);
+            return delta;
         }
 
         public List<ObjectNode> last(GenerationResult r) {
-            if (parser == null) return List.of(chunk(F.objectNode(), r.doneReason()));
-            AssistantReply reply = parse(r);
+            ReplyStream.End end = stream.end(r);
+            AssistantReply reply = end.reply();
             List<ObjectNode> out = new java.util.ArrayList<>();
-            if (!reply.content().isEmpty() || logprobs && !r.logprobs().isEmpty()) {   // held-back text, with its tokens
-                ObjectNode delta = F.objectNode();
-                delta.put("content", reply.content());
-                out.add(chunk(delta, null, r.logprobs()));
+            if (!end.thinking().isEmpty() || !end.content().isEmpty() || logprobs && !end.logprobs().isEmpty()) {
+                out.add(chunk(textDelta(end.thinking(), end.content()), null, end.logprobs()));   // held-back text, with its tokens
             }
             if (!reply.toolCalls().isEmpty()) {
                 ObjectNode delta = F.objectNode();

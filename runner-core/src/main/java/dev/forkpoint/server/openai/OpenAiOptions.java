@@ -33,6 +33,43 @@ final class OpenAiOptions {
         return r.topLogprobs() == null ? 0 : dev.forkpoint.server.LogprobJson.checkTop("top_logprobs", r.topLogprobs(), 20);
     }
 
+    /**
+     * The thinking mode of a chat request, as Ollama's OpenAI layer reads it: {@code reasoning.effort} when
+     * {@code reasoning} is given, else {@code reasoning_effort}. "" or absent = the model's default, "none" = off;
+     * "minimal" → low, "low" / "medium" / "high" / "max" as they are, "xhigh" / "ultra" → max (all mean on; the level
+     * reaches the template as {@code reasoning_effort}); anything else is a 400 naming the field.
+     */
+    static dev.forkpoint.chat.ThinkMode think(OpenAiRequests.Chat r) {
+        JsonNode effort;
+        String field;
+        if (r.reasoning() != null && !r.reasoning().isNull()) {
+            if (!r.reasoning().isObject()) {
+                throw new BadFieldException("reasoning", "reasoning must be an object {\"effort\": …}, got " + Json.describe(r.reasoning()));
+            }
+            effort = r.reasoning().get("effort");
+            field = "reasoning.effort";
+        } else {
+            effort = r.reasoningEffort();
+            field = "reasoning_effort";
+        }
+        if (effort == null || effort.isNull()) return dev.forkpoint.chat.ThinkMode.DEFAULT;
+        if (!effort.isTextual()) throw new BadFieldException(field, field + " must be a string, got " + Json.describe(effort));
+        return switch (effort.asText()) {
+            case "" -> dev.forkpoint.chat.ThinkMode.DEFAULT;
+            case "none" -> dev.forkpoint.chat.ThinkMode.OFF;
+            case "minimal" -> dev.forkpoint.chat.ThinkMode.level("low");
+            case "low", "medium", "high", "max" -> dev.forkpoint.chat.ThinkMode.level(effort.asText());
+            case "xhigh", "ultra" -> dev.forkpoint.chat.ThinkMode.level("max");
+            default -> throw new BadFieldException(field, field + " must be \"none\", \"minimal\", \"low\", \"medium\", \"high\", "
+                    + "\"xhigh\", \"ultra\" or \"max\", got " + Json.describe(effort));
+        };
+    }
+
+    /** The field that {@link #think} read (for errors that name it). */
+    static String thinkField(OpenAiRequests.Chat r) {
+        return r.reasoning() != null && !r.reasoning().isNull() ? "reasoning.effort" : "reasoning_effort";
+    }
+
     /** Completions' {@code logprobs: N} (0–5, null = none) as the engine's top_logprobs. */
     static int topLogprobs(OpenAiRequests.Completion r) {
         if (r.logprobCount() == null) return dev.forkpoint.engine.GenerationRequest.LOGPROBS_OFF;

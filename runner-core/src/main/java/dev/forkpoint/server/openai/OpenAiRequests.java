@@ -50,7 +50,8 @@ final class OpenAiRequests {
                 @JsonProperty("response_format") JsonNode responseFormat,
                 List<JsonNode> tools, @JsonProperty("tool_choice") JsonNode toolChoice,
                 Boolean logprobs, @JsonProperty("top_logprobs") Integer topLogprobs,
-                @JsonProperty("logit_bias") JsonNode logitBias) implements Sampling {}
+                @JsonProperty("logit_bias") JsonNode logitBias,
+                @JsonProperty("reasoning_effort") JsonNode reasoningEffort, JsonNode reasoning) implements Sampling {}
 
     record Completion(String model, JsonNode prompt, @JsonProperty("max_tokens") Integer maxTokens,
                       Double temperature, @JsonProperty("top_p") Double topP, Long seed, JsonNode stop,
