@@ -372,6 +372,14 @@ public final class LoadedModel implements AutoCloseable {
         requirePromptMayFit(text.length(), numCtx, field);
     }
 
+    /**
+     * The most characters a text of at most {@code numCtx} tokens can have ({@link #requirePromptMayFit}'s bound): a
+     * longer one certainly holds more than numCtx tokens.
+     */
+    public long promptCharBound(int numCtx) {
+        return (long) numCtx * maxTokenChars() * NORMALIZATION_SLACK;
+    }
+
     /** {@link #requirePromptMayFit(String, int, String)} for a text of {@code chars} characters. */
     public void requirePromptMayFit(long chars, int numCtx, String field) {
         long limit = (long) numCtx * maxTokenChars() * NORMALIZATION_SLACK;
