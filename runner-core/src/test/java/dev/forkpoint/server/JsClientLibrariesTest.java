@@ -19,7 +19,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 /**
  * The official JavaScript clients (npm: ollama, openai, @anthropic-ai/sdk, pinned in src/test/js/package.json) against a
  * live server: {@code src/test/js/clients.mjs} cross-checks the three APIs (greedy text equal across APIs and between
- * streamed and not, usage consistent, errors in each API's shape). {@code ./forkpoint test} installs the clients with
+ * streamed and not, usage consistent, embeddings equal between the ollama and openai clients, errors in each API's shape). {@code ./forkpoint test} installs the clients with
  * {@code npm ci}; without Node.js the test is skipped, saying why.
  */
 class JsClientLibrariesTest {
