@@ -246,4 +246,24 @@ class EmbeddingsApiTest {
         h.postJson("/api/embeddings", "{\"model\":\"" + M + "\",\"prompt\":\"Once upon a time there was\"}");
         assertEquals(cached, h.served().model().cacheStats());
     }
+
+    @Test
+    void langchain4jEmbeddingModelsForOllamaAndOpenAiReceiveTheVectors() {
+        var ollama = dev.langchain4j.model.ollama.OllamaEmbeddingModel.builder().baseUrl(h.url()).modelName(M)
+                .timeout(java.time.Duration.ofSeconds(60)).maxRetries(0).build();
+        var openai = dev.langchain4j.model.openai.OpenAiEmbeddingModel.builder().baseUrl(h.url() + "/v1").apiKey("unused")
+                .modelName(M).timeout(java.time.Duration.ofSeconds(60)).maxRetries(0).build();
+        List<dev.langchain4j.data.segment.TextSegment> segments = List.of(
+                dev.langchain4j.data.segment.TextSegment.from("Once upon a time"), dev.langchain4j.data.segment.TextSegment.from("The little dog"));
+        var fromOllama = ollama.embedAll(segments).content();
+        var fromOpenAi = openai.embedAll(segments).content();
+        assertEquals(2, fromOllama.size());
+        assertEquals(2, fromOpenAi.size());
+        for (int i = 0; i < 2; i++) {
+            float[] expected = Embeddings.normalize(raw(segments.get(i).text()));
+            near(expected, fromOllama.get(i).vector(), 1e-7, "langchain4j-ollama " + i);
+            near(expected, fromOpenAi.get(i).vector(), 1e-7, "langchain4j-open-ai " + i);
+        }
+        assertEquals(64, ollama.dimension());
+    }
 }
