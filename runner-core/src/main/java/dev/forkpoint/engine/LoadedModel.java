@@ -264,8 +264,9 @@ public final class LoadedModel implements AutoCloseable {
      * projection) pooled as {@link #pooling()} says, not normalised. The tokens are evaluated from position 0 in a
      * fresh sequence of their own, in chunks of {@code numBatch}, computing no logits; nothing is matched against nor
      * added to the prefix cache (cached prefixes are only evicted when their pages are needed). Serialised with every
-     * other evaluation on this model: a {@link Scheduler}'s steps wait until it returns, and all its KV pages are free
-     * again by then, so the running generations' reserved pages are untouched. Throws
+     * other evaluation on this model, and all its KV pages are free again when it returns, so the running generations'
+     * reserved pages are untouched; a server calls it on the scheduler's thread between two steps
+     * ({@link Scheduler#runBetweenSteps}), so generations advance between embeddings. Throws
      * {@link dev.forkpoint.InvalidInputException} for no tokens, a pooling Forkpoint does not compute, or a sequence
      * that could not fit the KV budget even empty; {@link QueueFullException} when running generations hold the pages
      * it needs.

@@ -13,8 +13,9 @@ import java.util.List;
  * {@code /v1/embeddings}): the inputs as texts or token ids, their tokens, the context they must fit, and the vector
  * of each — the loaded model's final hidden states pooled as the model says ({@link LoadedModel#embed}), then
  * L2-normalised (unless the route asks for the raw vector) and cut to the first {@code dimensions} components,
- * renormalised, as Ollama does. Every input is embedded on its own, one after another, so a batch gives exactly the
- * vectors of its inputs sent one by one.
+ * renormalised, as Ollama does. Every input is embedded on its own, one after another, on the model's scheduler
+ * thread between two of its steps ({@link ServedModel#embed}), so a batch gives exactly the vectors of its inputs sent
+ * one by one and running generations advance between any two inputs.
  */
 public final class Embeddings {
     private Embeddings() {}
@@ -91,7 +92,7 @@ public final class Embeddings {
      * Embeds every input: 400 (naming the input) for one without tokens, with a token id outside the vocabulary, or
      * longer than num_ctx when {@code truncate} is false; 400 naming num_ctx / num_batch for a bad one.
      */
-    public static Result embed(ServedModel served, List<Input> inputs, Settings settings) {
+    public static Result embed(ServedModel served, List<Input> inputs, Settings settings) throws InterruptedException {
         LoadedModel model = served.model();
         int modelContext = model.config().contextLength();
         int numCtx = settings.numCtx() == 0 ? model.defaultNumCtx() : settings.numCtx();
@@ -107,7 +108,7 @@ public final class Embeddings {
         List<float[]> vectors = new ArrayList<>(inputs.size());
         int total = 0;
         for (int[] tokens : tokenLists) {
-            float[] v = model.embed(tokens, numBatch);
+            float[] v = served.embed(tokens, numBatch);
             total += tokens.length;
             if (settings.normalize()) v = normalize(v);
             if (settings.dimensions() > 0 && settings.dimensions() < v.length) {
@@ -127,7 +128,13 @@ public final class Embeddings {
             String text = input.text();
             long bound = model.promptCharBound(numCtx);
             if (text.length() > bound) {
-                if (!truncate) model.requirePromptMayFit(text, numCtx, input.field());   // throws, naming the input
+                if (!truncate) {
+                    try {
+                        model.requirePromptMayFit(text, numCtx, input.field());
+                    } catch (dev.forkpoint.InvalidInputException e) {   // it throws: the field named for every API
+                        throw new BadFieldException(input.field(), e.getMessage());
+                    }
+                }
                 // certainly more than numCtx tokens: tokenize only a prefix twice as long as the bound (its first
                 // numCtx tokens end well before the cut, so they are those of the whole text)
                 text = text.substring(0, (int) Math.min(text.length(), 2 * bound));

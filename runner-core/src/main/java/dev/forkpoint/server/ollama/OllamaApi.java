@@ -93,7 +93,7 @@ public final class OllamaApi implements ServerApi {
 
     // ---- embeddings ----
 
-    private void embed(Context ctx) {
+    private void embed(Context ctx) throws InterruptedException {
         long t0 = System.nanoTime();
         var req = Json.read(ctx, OllamaRequests.Embed.class);
         List<Embeddings.Input> inputs = Embeddings.inputs(req.input(), "input", false);
@@ -120,7 +120,7 @@ public final class OllamaApi implements ServerApi {
         }
     }
 
-    private void embeddings(Context ctx) {
+    private void embeddings(Context ctx) throws InterruptedException {
         var req = Json.read(ctx, OllamaRequests.Embeddings.class);
         OllamaOptions options = OllamaOptions.parse(req.options());
         Duration keepAlive = KeepAlive.parse(req.keepAlive());

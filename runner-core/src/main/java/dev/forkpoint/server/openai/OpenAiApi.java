@@ -415,7 +415,7 @@ public final class OpenAiApi implements ServerApi {
 
     // ---- models ----
 
-    private void embeddings(Context ctx) {
+    private void embeddings(Context ctx) throws InterruptedException {
         var req = Json.read(ctx, OpenAiRequests.Embeddings.class);
         if (req.input() == null || req.input().isNull()) throw new BadFieldException("input", "input is required");
         List<Embeddings.Input> inputs = Embeddings.inputs(req.input(), "input", true);
