@@ -96,7 +96,7 @@ record ProbeCalibration(double tokensPerWord, double overheadTokens, int[] words
     record Sizing(int prefixTokens, int turnTokens, int prefixWords, int turnWords, String note) {}
 
     /** The calibration and the sizes, for probe.json's settings. */
-    void describe(ObjectNode settings, Sizing sizing, int requestedPrefix, int requestedTurn) {
+    void writeTo(ObjectNode settings, Sizing sizing, int requestedPrefix, int requestedTurn) {
         ObjectNode c = settings.putObject("calibration");
         c.put("tokens_per_word", tokensPerWord).put("overhead_tokens", overheadTokens).put("num_ctx", numCtx).put("num_ctx_source", numCtxSource);
         var requests = c.putArray("requests");

@@ -121,7 +121,7 @@ public final class ProbeCommand implements Callable<Integer> {
             nextPrompt += samples;
         }
         ObjectNode settings = settings(path);
-        calibration.describe(settings, sizing, prefixTokens, promptTokens);
+        calibration.writeTo(settings, sizing, prefixTokens, promptTokens);
         var report = new ProbeReport(client.url(), model, version, digest, machine, settings, cold, coldLoadMillis, levels);
         report.print(stdout);
         report.write(dir);
