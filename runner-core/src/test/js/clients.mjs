@@ -198,6 +198,36 @@ if (thinkingModel) {
     same('anthropic with a thinking block in the history', mAgain.content.map(b => b.type), ['thinking', 'text']);
 }
 
+// --- embeddings: the same vectors through both clients ---
+const norm = v => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
+const maxDiff = (a, b) => a.length !== b.length ? Infinity : Math.max(...a.map((x, i) => Math.abs(x - b[i])));
+const texts = ['Once upon a time', 'The little dog'];
+const oEmbed = await ollama.embed({ model, input: texts });
+const dim = oEmbed.embeddings[0]?.length ?? 0;
+check('ollama embed: one vector per input, the model\'s length', oEmbed.embeddings.length === 2 && dim > 0
+    && oEmbed.embeddings.every(v => v.length === dim) && oEmbed.prompt_eval_count > 0, JSON.stringify(oEmbed).slice(0, 300));
+check('ollama embed: unit vectors', oEmbed.embeddings.every(v => Math.abs(norm(v) - 1) < 1e-5), oEmbed.embeddings.map(norm).join(' '));
+const oOne = await ollama.embed({ model, input: texts[1] });
+check('ollama embed: a batch equals its inputs one by one', maxDiff(oOne.embeddings[0], oEmbed.embeddings[1]) === 0, maxDiff(oOne.embeddings[0], oEmbed.embeddings[1]));
+const oLegacy = await ollama.embeddings({ model, prompt: texts[0] });
+const legacyNorm = norm(oLegacy.embedding);
+check('ollama embeddings (legacy): the raw vector, normalised it is embed\'s', oLegacy.embedding.length === dim
+    && maxDiff(oLegacy.embedding.map(x => x / legacyNorm), oEmbed.embeddings[0]) < 1e-6, `norm ${legacyNorm}`);
+const aEmbed = await openai.embeddings.create({ model, input: texts });   // the client asks for base64 and decodes it
+check('openai embeddings.create: list of embeddings with usage', aEmbed.data.length === 2 && aEmbed.data.every((d, i) => d.index === i)
+    && aEmbed.usage.prompt_tokens === oEmbed.prompt_eval_count && aEmbed.usage.total_tokens === aEmbed.usage.prompt_tokens,
+    JSON.stringify(aEmbed.usage));
+check('openai embeddings == ollama embed', aEmbed.data.every((d, i) => maxDiff(Array.from(d.embedding), oEmbed.embeddings[i]) < 1e-6),
+    aEmbed.data.map((d, i) => maxDiff(Array.from(d.embedding), oEmbed.embeddings[i])).join(' '));
+const aFloat = await openai.embeddings.create({ model, input: texts[0], encoding_format: 'float' });
+check('openai embeddings as floats == as base64', maxDiff(aFloat.data[0].embedding, Array.from(aEmbed.data[0].embedding)) < 1e-6, '');
+const oDims = await ollama.embed({ model, input: texts[0], dimensions: 8 });
+const aDims = await openai.embeddings.create({ model, input: texts[0], dimensions: 8, encoding_format: 'float' });
+check('dimensions 8: the first 8 components renormalised, on both', oDims.embeddings[0].length === 8 && Math.abs(norm(oDims.embeddings[0]) - 1) < 1e-5
+    && maxDiff(aDims.data[0].embedding, oDims.embeddings[0]) < 1e-6
+    && maxDiff(oDims.embeddings[0], oEmbed.embeddings[0].slice(0, 8).map(x => x / norm(oEmbed.embeddings[0].slice(0, 8)))) < 1e-6,
+    JSON.stringify(oDims.embeddings[0]));
+
 // --- errors in each API's own shape ---
 try {
     await anthropic.messages.create({ model: 'no-such-model', max_tokens: 4, messages });

@@ -96,4 +96,10 @@ public interface Ops {
 
     /** Evaluates x · outputᵀ and copies the result to the host: one array of vocab logits per row of x. */
     float[][] logits(Activation x, Weight output);
+
+    /**
+     * Evaluates x and copies it to the host: one array of {@code x.width()} values per row (embeddings read the final
+     * hidden states this way, without the output projection). Like {@link #logits}, it ends the pass.
+     */
+    float[][] hidden(Activation x);
 }

@@ -256,6 +256,95 @@ public final class LoadedModel implements AutoCloseable {
         }
     }
 
+    /** How {@link #embed} pools the final hidden states: the model's own pooling, else the last token. */
+    public dev.forkpoint.model.Pooling pooling() { return file.pooling(); }
+
+    /**
+     * The embedding of {@code tokens}: the model's final hidden states (the last RMSNorm's output, before the output
+     * projection) pooled as {@link #pooling()} says, not normalised. The tokens are evaluated from position 0 in a
+     * fresh sequence of their own, in chunks of {@code numBatch}, computing no logits; nothing is matched against nor
+     * added to the prefix cache (cached prefixes are only evicted when their pages are needed). Serialised with every
+     * other evaluation on this model, and all its KV pages are free again when it returns, so the running generations'
+     * reserved pages are untouched; a server calls it on the scheduler's thread between two steps
+     * ({@link Scheduler#runBetweenSteps}), so generations advance between embeddings. Throws
+     * {@link dev.forkpoint.InvalidInputException} for no tokens, a pooling Forkpoint does not compute, or a sequence
+     * that could not fit the KV budget even empty; {@link QueueFullException} when running generations hold the pages
+     * it needs.
+     */
+    public synchronized float[] embed(int[] tokens, int numBatch) {
+        dev.forkpoint.model.Pooling pooling = file.pooling();
+        if (pooling.kind() == dev.forkpoint.model.Pooling.Kind.UNSUPPORTED) {
+            throw new dev.forkpoint.InvalidInputException("this model's pooling is not supported for embeddings: " + pooling.source());
+        }
+        if (tokens.length == 0) throw new dev.forkpoint.InvalidInputException("no tokens to embed");
+        if (numBatch < 1) throw new dev.forkpoint.InvalidInputException("num_batch must be at least 1, got " + numBatch);
+        for (int t : tokens) {
+            if (t < 0 || t >= config().vocabSize()) {
+                throw new dev.forkpoint.InvalidInputException("token id " + t + " is outside the vocabulary [0, " + config().vocabSize() + ")");
+            }
+        }
+        requireFits(tokens.length, tokens.length + " tokens");
+        int pageTokens = pool.layout().pageTokens();
+        int pages = (tokens.length + pageTokens - 1) / pageTokens;
+        if (!cache.ensureFreePages(pages)) {
+            throw new QueueFullException("server busy: an embedding of " + tokens.length + " tokens needs " + pages
+                    + " KV pages, but running generations hold all but " + pool.freePages() + "; retry after 1 s", 1);
+        }
+        int dim = config().dim();
+        double[] sum = new double[dim];
+        float[] picked = null;
+        try (SequenceKv sequence = pool.newSequence()) {
+            KvStore kv = newKvStore(sequence);
+            for (int start = 0; start < tokens.length; start += numBatch) {
+                int n = Math.min(numBatch, tokens.length - start);
+                int[] chunk = java.util.Arrays.copyOfRange(tokens, start, start + n);
+                int[] rows = switch (pooling.kind()) {
+                    case MEAN -> null;   // every row
+                    case CLS -> start == 0 ? new int[] {0} : new int[0];
+                    default -> start + n == tokens.length ? new int[] {n - 1} : new int[0];
+                };
+                float[][] states = hiddenStates(chunk, kv, rows);
+                if (pooling.kind() == dev.forkpoint.model.Pooling.Kind.MEAN) {
+                    for (float[] row : states) for (int i = 0; i < dim; i++) sum[i] += row[i];
+                } else if (states.length > 0) {
+                    picked = states[0];
+                }
+            }
+        }
+        if (pooling.kind() != dev.forkpoint.model.Pooling.Kind.MEAN) return picked;
+        float[] mean = new float[dim];
+        for (int i = 0; i < dim; i++) mean[i] = (float) (sum[i] / tokens.length);
+        return mean;
+    }
+
+    /**
+     * One step over {@code chunk} at the end of kv (begin, forward, commit; rolled back when anything throws) that
+     * returns the final hidden states of the given rows of the chunk ({@code rows} null: all of them; empty: none, and
+     * nothing is read back). The caller holds this model's lock.
+     */
+    private float[][] hiddenStates(int[] chunk, KvStore kv, int[] rows) {
+        return backend.runStep(() -> {
+            Ops o = ops;
+            Segment segment = new Segment(chunk, kv.length(), kv);
+            kv.begin(chunk.length);
+            try {
+                Activation hidden = architecture.forward(o, List.of(segment));
+                float[][] states = rows == null ? o.hidden(hidden)
+                        : rows.length == 0 ? new float[0][] : o.hidden(o.rows(hidden, rows));
+                kv.prepareCommit();
+                kv.commit();
+                return states;
+            } catch (RuntimeException | Error e) {
+                try {
+                    if (kv.pending() > 0) kv.rollback();
+                } catch (RuntimeException | Error r) {
+                    e.addSuppressed(r);
+                }
+                throw e;
+            }
+        });
+    }
+
     /** Refuses up front (naming kv_cache_bytes) a sequence of {@code positions} that could not fit the pool even empty. */
     void requireFits(int positions, String what) {
         KvLayout layout = pool.layout();
@@ -282,6 +371,14 @@ public final class LoadedModel implements AutoCloseable {
      */
     public void requirePromptMayFit(String text, int numCtx, String field) {
         requirePromptMayFit(text.length(), numCtx, field);
+    }
+
+    /**
+     * The most characters a text of at most {@code numCtx} tokens can have ({@link #requirePromptMayFit}'s bound): a
+     * longer one certainly holds more than numCtx tokens.
+     */
+    public long promptCharBound(int numCtx) {
+        return (long) numCtx * maxTokenChars() * NORMALIZATION_SLACK;
     }
 
     /** {@link #requirePromptMayFit(String, int, String)} for a text of {@code chars} characters. */

@@ -53,6 +53,7 @@ public final class Scheduler implements AutoCloseable {
     private final SchedulerOptions options;
     private final Object lock = new Object();
     private final ArrayDeque<Job> waiting = new ArrayDeque<>();   // guarded by lock
+    private final ArrayDeque<java.util.concurrent.FutureTask<?>> tasks = new ArrayDeque<>();   // guarded by lock: work between steps
     private final List<Active> running = new ArrayList<>();      // the scheduler thread's only
     private final Thread worker;
     private final dev.forkpoint.RepeatedLog stepErrors = new dev.forkpoint.RepeatedLog(LOG, 60);
@@ -97,6 +98,41 @@ public final class Scheduler implements AutoCloseable {
         return stream;
     }
 
+    /**
+     * Runs {@code task} on the scheduler thread between two steps and returns its result: the engine's other work on
+     * this model (an embedding: {@link LoadedModel#embed}) shares it with the running generations through the one
+     * thread that drives the engine. One task runs after each step (tasks in arrival order), so running generations
+     * advance a step between any two of them, and a task sees every sequence between steps (its KV pages are free
+     * again before the next). A task's exception is rethrown as it is ({@link InvalidInputException}: 400); more than
+     * queueLimit tasks waiting is {@link QueueFullException}; a scheduler closed before the task ran ends it with
+     * {@link GenerationCancelledException}.
+     */
+    public <T> T runBetweenSteps(java.util.concurrent.Callable<T> task) throws InterruptedException {
+        var future = new java.util.concurrent.FutureTask<>(task);
+        synchronized (lock) {
+            if (closed) throw new IllegalStateException("scheduler is closed");
+            if (tasks.size() >= options.queueLimit()) throw new QueueFullException(tasks.size(), options.queueLimit(), 1);
+            tasks.add(future);
+            lock.notifyAll();
+        }
+        try {
+            return future.get();
+        } catch (java.util.concurrent.CancellationException e) {
+            throw new GenerationCancelledException();
+        } catch (java.util.concurrent.ExecutionException e) {
+            Throwable cause = e.getCause();
+            if (cause instanceof RuntimeException r) throw r;
+            if (cause instanceof Error err) throw err;
+            throw new IllegalStateException("internal error: " + cause, cause);
+        } catch (InterruptedException e) {
+            synchronized (lock) {
+                tasks.remove(future);
+            }
+            future.cancel(false);
+            throw e;
+        }
+    }
+
     public SchedulerStats stats() {
         int queued;
         synchronized (lock) {
@@ -110,18 +146,25 @@ public final class Scheduler implements AutoCloseable {
     private void loop() {
         try {
             while (true) {
+                java.util.concurrent.FutureTask<?> task;
+                boolean work;
                 synchronized (lock) {
-                    while (!closed && waiting.isEmpty() && running.isEmpty()) lock.wait();
+                    while (!closed && waiting.isEmpty() && running.isEmpty() && tasks.isEmpty()) lock.wait();
                     if (closed) break;
+                    work = !waiting.isEmpty() || !running.isEmpty();
+                    task = tasks.poll();
                 }
-                synchronized (model) {
-                    try {
-                        step();
-                    } catch (RuntimeException | Error e) {   // a bug outside any one sequence: fail them all, keep serving
-                        stepErrors.log(System.Logger.Level.ERROR, "step", "scheduler step failed: " + e, e);
-                        for (Active a : List.copyOf(running)) end(a, e);
+                if (work) {
+                    synchronized (model) {
+                        try {
+                            step();
+                        } catch (RuntimeException | Error e) {   // a bug outside any one sequence: fail them all, keep serving
+                            stepErrors.log(System.Logger.Level.ERROR, "step", "scheduler step failed: " + e, e);
+                            for (Active a : List.copyOf(running)) end(a, e);
+                        }
                     }
                 }
+                if (task != null) task.run();   // between steps; its exception goes to its caller
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -388,10 +431,14 @@ public final class Scheduler implements AutoCloseable {
 
     private void failWaiting() {
         List<Job> left;
+        List<java.util.concurrent.FutureTask<?>> leftTasks;
         synchronized (lock) {
             left = new ArrayList<>(waiting);
             waiting.clear();
+            leftTasks = new ArrayList<>(tasks);
+            tasks.clear();
         }
+        for (var t : leftTasks) t.cancel(false);
         for (Job j : left) {
             if (!j.stream().isFinished()) j.stream().emit(new GenerationEvent.Failed(new GenerationCancelledException()));
         }

@@ -16,12 +16,14 @@ final class GgufModelFiles implements ModelFiles {
     private final Architecture.Spec spec;
     private final ModelConfig config;
     private final Tokenizer tokenizer;
+    private final Pooling pooling;
 
     private GgufModelFiles(GgufFile file) {
         this.file = file;
         this.spec = Architectures.forFile(file);
         this.config = ModelConfig.fromGguf(file, spec.name(), spec.ggufNeoxRope());
         this.tokenizer = Tokenizer.fromGguf(file);
+        this.pooling = Pooling.fromGguf(file, spec.name());
     }
 
     static GgufModelFiles open(Path path) throws IOException {
@@ -41,6 +43,7 @@ final class GgufModelFiles implements ModelFiles {
     public ModelConfig config() { return config; }
     public ModelTensors tensors() { return new GgufTensors(file); }
     public Tokenizer tokenizer() { return tokenizer; }
+    public Pooling pooling() { return pooling; }
     public String chatTemplate() { return file.getString("tokenizer.chat_template", null); }
 
     public Map<String, Integer> tensorTypes() {

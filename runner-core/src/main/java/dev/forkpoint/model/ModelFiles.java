@@ -52,6 +52,9 @@ public sealed interface ModelFiles extends AutoCloseable permits GgufModelFiles,
     /** The Jinja chat template, or null when the model has none. */
     String chatTemplate();
 
+    /** How an embedding pools the final hidden states ({@link Pooling}: the model's own, else the last token). */
+    Pooling pooling();
+
     /** Tensor count per type ("Q4_0" → 112, "affine 4-bit g64" → 112). */
     Map<String, Integer> tensorTypes();
 

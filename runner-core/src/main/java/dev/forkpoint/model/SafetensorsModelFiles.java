@@ -36,6 +36,7 @@ final class SafetensorsModelFiles implements ModelFiles {
     private final SafetensorsTensors tensors;
     private final Tokenizer tokenizer;
     private final String chatTemplate;
+    private final Pooling pooling;
     private final String displayName;
 
     private SafetensorsModelFiles(Path path, Path folder, Path linkFolder, SafetensorsShards shards, String displayName) throws IOException {
@@ -50,6 +51,7 @@ final class SafetensorsModelFiles implements ModelFiles {
         this.tensors = new SafetensorsTensors(path, shards, hf.quantization(), hf.file());
         this.tokenizer = Tokenizer.fromPath(folder);
         this.chatTemplate = chatTemplate(folder);
+        this.pooling = Pooling.fromFolder(folder);
     }
 
     static SafetensorsModelFiles open(Path folder) throws IOException {
@@ -165,6 +167,7 @@ final class SafetensorsModelFiles implements ModelFiles {
     public ModelConfig config() { return config; }
     public ModelTensors tensors() { return tensors; }
     public Tokenizer tokenizer() { return tokenizer; }
+    public Pooling pooling() { return pooling; }
     public String chatTemplate() { return chatTemplate; }
     public Map<String, Integer> tensorTypes() { return tensors.types(); }
     public long parameterCount() { return tensors.parameterCount(); }

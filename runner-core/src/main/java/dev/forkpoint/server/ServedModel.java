@@ -94,6 +94,15 @@ public final class ServedModel implements AutoCloseable {
     }
 
     /**
+     * The embedding of {@code tokens} ({@link LoadedModel#embed}: pooled, not normalised), computed on this model's
+     * scheduler thread between two steps ({@link Scheduler#runBetweenSteps}), so it shares the model with the running
+     * generations: they advance a step between any two embeddings.
+     */
+    public float[] embed(int[] tokens, int numBatch) throws InterruptedException {
+        return scheduler.runBetweenSteps(() -> model.embed(tokens, numBatch));
+    }
+
+    /**
      * Renders a chat with the model's template, ready to submit: the prompt ends where the assistant's reply begins, and
      * the message ends become token boundaries (the prefix cache's fork points). A chat that certainly cannot fit
      * {@code numCtx} tokens (0 = the model's default) is refused before anything is rendered or tokenized

@@ -44,4 +44,5 @@ abstract class ForwardingOps implements Ops {
     public Activation sigmoidGate(Activation x, Activation gate) { return delegate.sigmoidGate(x, gate); }
     public Activation moe(Activation x, ExpertWeights experts) { return delegate.moe(x, experts); }
     public float[][] logits(Activation x, Weight output) { return delegate.logits(x, output); }
+    public float[][] hidden(Activation x) { return delegate.hidden(x); }
 }

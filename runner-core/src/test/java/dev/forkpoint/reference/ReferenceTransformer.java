@@ -158,6 +158,20 @@ final class ReferenceTransformer {
         return last;
     }
 
+    /**
+     * The final hidden state (the last RMSNorm's output, before the output projection) of every position after
+     * evaluating {@code tokens} from position 0: what an embedding pools.
+     */
+    double[][] hiddenStates(int[] tokens) {
+        Sequence s = newSequence();
+        double[][] out = new double[tokens.length][];
+        for (int i = 0; i < tokens.length; i++) {
+            s.next(tokens[i]);
+            out[i] = s.hidden();
+        }
+        return out;
+    }
+
     /** The logits of every position after evaluating {@code tokens} from position 0. */
     double[][] allLogits(int[] tokens) {
         Sequence s = newSequence();
@@ -191,6 +205,7 @@ final class ReferenceTransformer {
         private final double[][][] values = new double[config.layers()][][];
         private final ActivationRounding rounding;
         private int position;
+        private double[] hidden;   // the last token's final hidden state
 
         private Sequence(ActivationRounding rounding) {
             this.rounding = rounding;
@@ -201,6 +216,9 @@ final class ReferenceTransformer {
         }
 
         int position() { return position; }
+
+        /** The final hidden state (output norm applied, before the output projection) of the last token evaluated. */
+        double[] hidden() { return hidden.clone(); }
 
         /** Evaluates {@code token} at the next position and returns the logits that follow it. */
         double[] next(int token) {
@@ -258,7 +276,8 @@ final class ReferenceTransformer {
                 for (int i = 0; i < x.length; i++) x[i] += d[i];
             }
             position++;
-            return output.times(rmsNorm(x, 0, x.length, outputNorm, config.rmsEps()), rounding);
+            hidden = rmsNorm(x, 0, x.length, outputNorm, config.rmsEps());
+            return output.times(hidden, rounding);
         }
 
         private void normInPlace(double[] v, int off, int n, double[] w) {

@@ -39,7 +39,7 @@ import static dev.forkpoint.fuzz.FuzzInvariant.check;
  */
 class ServerFuzzTest {
     static final List<String> PATHS = List.of("/api/generate", "/api/chat", "/api/show", "/v1/chat/completions",
-            "/v1/completions", "/v1/messages", "/v1/messages/count_tokens", "/v1/tokenize");
+            "/v1/completions", "/v1/messages", "/v1/messages/count_tokens", "/v1/tokenize", "/api/embed", "/api/embeddings", "/v1/embeddings");
     static final Set<Integer> CLIENT_ERRORS = Set.of(400, 404, 413);
     private static ForkpointServer server;
     private static final HttpClient HTTP = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)

@@ -369,6 +369,34 @@ final class MlxOps implements Ops {
         });
     }
 
+    public float[][] hidden(Activation x) {
+        return backend.call(() -> {
+            try {
+                MlxActivation in = mlx(x);
+                // evaluated with the recurrent state and KV arrays the pass wrote, as logits are (one evaluation)
+                List<MlxArray> outputs = new ArrayList<>();
+                outputs.add(in.array());
+                for (MlxRecurrentState st : passStates) outputs.addAll(st.unevaluated());
+                for (MlxKvArrays kv : passKv) outputs.addAll(kv.unevaluated());
+                s().eval(outputs.toArray(MlxArray[]::new));
+                for (MlxRecurrentState st : passStates) st.markEvaluated();
+                float[] flat = host(in.array());
+                int width = in.width();
+                if (flat.length != (long) in.tokens() * width) {
+                    throw new IllegalStateException(flat.length + " values for " + in.tokens() + " rows of " + width);
+                }
+                float[][] out = new float[in.tokens()][];
+                for (int t = 0; t < out.length; t++) {
+                    out[t] = new float[width];
+                    System.arraycopy(flat, t * width, out[t], 0, width);
+                }
+                return out;
+            } finally {
+                releasePass();
+            }
+        });
+    }
+
     // ---- the hybrids (Gated DeltaNet, gated attention) and mixtures of experts ----
 
     public Activation columns(Activation x, int[] columns) {

@@ -84,6 +84,43 @@ final class OllamaClient {
         return sha.isEmpty() ? null : sha;
     }
 
+    /** The context a server gives requests for a model, and where that was read. */
+    record ServerContext(int numCtx, String source) {}
+
+    /**
+     * The context the server gives {@code model}'s requests (call it once the model is loaded): {@code GET /api/ps}'s
+     * {@code context_length} for it (Forkpoint, recent Ollama), else {@code num_ctx} in {@code POST /api/show}'s
+     * {@code parameters}, else the smaller of the model's trained context ({@code model_info["<arch>.context_length"]})
+     * and Ollama's default 4096; null when the server says none of these.
+     */
+    ServerContext context(String model) {
+        try {
+            for (JsonNode m : getJson("/api/ps", model).path("models")) {
+                if ((sameModel(model, m.path("name").asText()) || sameModel(model, m.path("model").asText()))
+                        && m.path("context_length").asInt(0) > 0) {
+                    return new ServerContext(m.get("context_length").asInt(), "/api/ps context_length");
+                }
+            }
+        } catch (ProbeException e) {
+            // a server without /api/ps: ask /api/show
+        }
+        JsonNode show = postJson("/api/show", JSON.createObjectNode().put("model", model), model);
+        var numCtx = java.util.regex.Pattern.compile("(?m)^\\s*num_ctx\\s+(\\d+)").matcher(show.path("parameters").asText(""));
+        if (numCtx.find()) return new ServerContext(Integer.parseInt(numCtx.group(1)), "/api/show parameters num_ctx");
+        for (var it = show.path("model_info").fields(); it.hasNext(); ) {
+            var e = it.next();
+            if (e.getKey().endsWith(".context_length") && e.getValue().asInt(0) > 0) {
+                int trained = e.getValue().asInt();
+                return trained <= OLLAMA_DEFAULT_NUM_CTX ? new ServerContext(trained, "the model's trained context, /api/show " + e.getKey())
+                        : new ServerContext(OLLAMA_DEFAULT_NUM_CTX, "Ollama's default; the model's trained context is " + trained);
+            }
+        }
+        return null;
+    }
+
+    /** Ollama's default num_ctx. */
+    static final int OLLAMA_DEFAULT_NUM_CTX = 4096;
+
     /** Ollama's name matching: case-insensitive, ":latest" implied; a file name also without ".gguf". */
     static boolean sameModel(String asked, String listed) {
         return canonical(asked).equals(canonical(listed));

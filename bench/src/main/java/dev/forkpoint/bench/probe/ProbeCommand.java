@@ -26,8 +26,9 @@ import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * {@code forkpoint probe}: a load probe against any Ollama-compatible server (Forkpoint or Ollama), over HTTP only,
- * following the rollback runbook: it records the triple (server version, model digest, client OS and CPU), sends one
- * cold request first and reports it apart, then for each concurrency level c sends {@code --samples} requests, c at a
+ * following the rollback runbook: it records the triple (server version, model digest, client OS and CPU), sizes the
+ * prompts in the server's tokens ({@link ProbeCalibration}: two calibration requests measure the tokens per word of
+ * this model; the sizes shrink, with a note, to fit the server's context), sends one cold request first and reports it apart, then for each concurrency level c sends {@code --samples} requests, c at a
  * time (c client threads, each sending its next request when its previous reply is done). Requests are "same system
  * prompt, new turn": a shared prefix and a distinct suffix, greedy (temperature 0, fixed seed), {@code num_predict}
  * tokens at most. Per level: TTFT, inter-token latency and per-stream tok/s as p50/p95/p99 ({@link Percentiles}),
@@ -56,10 +57,10 @@ public final class ProbeCommand implements Callable<Integer> {
     @Option(names = "--concurrency", defaultValue = "1,4", split = ",", description = "concurrent streams per level (default: ${DEFAULT-VALUE})")
     int[] concurrency;
 
-    @Option(names = "--shared-prefix-tokens", defaultValue = "2000", description = "shared system prompt, ≈ tokens (as words; default: ${DEFAULT-VALUE})")
+    @Option(names = "--shared-prefix-tokens", defaultValue = "2000", description = "shared system prompt, ≈ the server's tokens (calibrated on its model; shrunk to fit its context; default: ${DEFAULT-VALUE})")
     int prefixTokens;
 
-    @Option(names = "--prompt-tokens", defaultValue = "100", description = "distinct user turn per request, ≈ tokens (as words; default: ${DEFAULT-VALUE})")
+    @Option(names = "--prompt-tokens", defaultValue = "100", description = "distinct user turn per request, ≈ the server's tokens (default: ${DEFAULT-VALUE})")
     int promptTokens;
 
     @Option(names = "--max-tokens", defaultValue = "64", description = "num_predict per request (default: ${DEFAULT-VALUE})")
@@ -93,12 +94,18 @@ public final class ProbeCommand implements Callable<Integer> {
         ClientMachine machine = ClientMachine.current();
         stdout.printf(Locale.ROOT, "probe %s, model %s (digest %s), server version %s%nclient: %s%n", client.url(), model,
                 digest == null ? "not reported" : digest, version, machine.describe());
-        stdout.printf(Locale.ROOT, "%s, shared prefix ≈%d tokens, turn ≈%d tokens, num_predict %d, temperature 0, seed %d, %d samples per level%n",
-                path, prefixTokens, promptTokens, maxTokens, seed, samples);
         stdout.flush();
 
-        var prompts = new ProbePrompts(HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextInt()), prefixTokens, promptTokens, seed);
-        ServerReply coldReply = client.stream(path, body(prompts, 0), model);
+        ProbeCalibration calibration = calibrate(client, path);
+        stdout.println(calibration.describe());
+        ProbeCalibration.Sizing sizing = calibration.size(prefixTokens, promptTokens, maxTokens);
+        if (sizing.note() != null) stdout.println(sizing.note());
+        stdout.printf(Locale.ROOT, "%s, shared prefix ≈%d tokens (%d words), turn ≈%d tokens (%d words), num_predict %d, temperature 0, seed %d, %d samples per level%n",
+                path, sizing.prefixTokens(), sizing.prefixWords(), sizing.turnTokens(), sizing.turnWords(), maxTokens, seed, samples);
+        stdout.flush();
+
+        var prompts = new ProbePrompts(newTag(), sizing.prefixWords(), sizing.turnWords(), seed);
+        ServerReply coldReply = client.stream(path, body(prompts, 0, maxTokens), model);
         ProbeSample cold = ProbeSample.of(0, 0, coldReply);
         double coldLoadMillis = coldReply.loadDurationNanos() < 0 ? Double.NaN : coldReply.loadDurationNanos() / 1e6;
         stdout.printf(Locale.ROOT, "cold call: TTFT %.1f ms, total %.1f ms, prompt_eval_count %d%s%s%n", cold.ttftMillis(), cold.totalMillis(),
@@ -113,7 +120,9 @@ public final class ProbeCommand implements Callable<Integer> {
             levels.add(runLevel(client, path, prompts, c, nextPrompt, progress));
             nextPrompt += samples;
         }
-        var report = new ProbeReport(client.url(), model, version, digest, machine, settings(path), cold, coldLoadMillis, levels);
+        ObjectNode settings = settings(path);
+        calibration.writeTo(settings, sizing, prefixTokens, promptTokens);
+        var report = new ProbeReport(client.url(), model, version, digest, machine, settings, cold, coldLoadMillis, levels);
         report.print(stdout);
         report.write(dir);
         stdout.printf("wrote %s, %s, %s%n", dir.resolve(ProbeReport.CSV), dir.resolve(ProbeReport.JSON), dir.resolve(ProbeReport.PNG));
@@ -133,8 +142,53 @@ public final class ProbeCommand implements Callable<Integer> {
         if (!api.equals("chat") && !api.equals("generate")) throw new InvalidInputException("--api must be chat or generate, got '" + api + "'");
     }
 
-    /** The request for prompt {@code i}: streamed, greedy, a fixed seed, {@code num_predict} = --max-tokens. */
-    private ObjectNode body(ProbePrompts prompts, int i) {
+    private static String newTag() {
+        return HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextInt());
+    }
+
+    /** Calibration requests' prompt words (a one-word turn each): a small one, then one sized to about half the context. */
+    static final int CALIBRATION_WORDS = 4, CALIBRATION_MAX_WORDS = 600;
+
+    /**
+     * Measures the server's tokens per prompt word on this model and the fixed tokens of every request
+     * ({@link ProbeCalibration}) with two requests of fresh tags and one generated token each (the first loads the
+     * model if the server had not), after reading the context requests must fit ({@code --num-ctx}, else the
+     * server's: {@link OllamaClient#context}; 2048 assumed, and said, when it reports none). A context too small for
+     * the second request leaves one point: then the rate includes the fixed part (an overestimate, so prompts come out
+     * smaller, never too large).
+     */
+    private ProbeCalibration calibrate(OllamaClient client, String path) {
+        ServerReply first = client.stream(path, body(ProbePrompts.calibration(newTag(), CALIBRATION_WORDS, seed), 0, 1), model);
+        int w1 = CALIBRATION_WORDS + 1, t1 = promptSize(first, path);
+        OllamaClient.ServerContext ctx = numCtx != null ? new OllamaClient.ServerContext(numCtx, "--num-ctx") : client.context(model);
+        if (ctx == null) ctx = new OllamaClient.ServerContext(2048, "assumed: the server reports no context in /api/ps or /api/show");
+        double loadMillis = first.loadDurationNanos() < 0 ? Double.NaN : first.loadDurationNanos() / 1e6;
+        double rough = (double) t1 / w1;   // includes the fixed part: an overestimate
+        int w2 = (int) Math.min(CALIBRATION_MAX_WORDS, (ctx.numCtx() / 2.0 - t1) / rough + w1);
+        if (w2 < w1 + 8) {
+            return new ProbeCalibration(rough, 0, new int[] {w1}, new int[] {t1}, ctx.numCtx(), ctx.source(), loadMillis);
+        }
+        ServerReply second = client.stream(path, body(ProbePrompts.calibration(newTag(), w2 - 1, seed), 0, 1), model);
+        int t2 = promptSize(second, path);
+        double rate = (double) (t2 - t1) / (w2 - w1);
+        if (!(rate > 0)) rate = (double) t2 / w2;
+        double overhead = Math.max(0, t1 - rate * w1);
+        return new ProbeCalibration(rate, overhead, new int[] {w1, w2}, new int[] {t1, t2}, ctx.numCtx(), ctx.source(), loadMillis);
+    }
+
+    /** A reply's prompt size in the server's tokens: prompt_eval_count plus prompt_cache_count where it sends one. */
+    private int promptSize(ServerReply reply, String path) {
+        int evaluated = reply.promptEvalCount();
+        if (evaluated < 0) {
+            throw new ProbeException(path + " for model '" + model + "' reported no prompt_eval_count, so the prompts cannot be sized"
+                    + " in the server's tokens; is this an Ollama-compatible server?");
+        }
+        Integer cached = reply.promptCacheCount();
+        return evaluated + (cached == null ? 0 : cached);
+    }
+
+    /** The request for prompt {@code i}: streamed, greedy, a fixed seed, {@code num_predict}. */
+    private ObjectNode body(ProbePrompts prompts, int i, int numPredict) {
         ObjectNode b = OllamaClient.JSON.createObjectNode().put("model", model).put("stream", true);
         if (api.equals("chat")) {
             ArrayNode messages = b.putArray("messages");
@@ -143,7 +197,7 @@ public final class ProbeCommand implements Callable<Integer> {
         } else {
             b.put("prompt", prompts.prefix() + "\n\n" + prompts.suffix(i));
         }
-        ObjectNode o = b.putObject("options").put("num_predict", maxTokens).put("temperature", 0).put("seed", seed);
+        ObjectNode o = b.putObject("options").put("num_predict", numPredict).put("temperature", 0).put("seed", seed);
         if (numCtx != null) o.put("num_ctx", numCtx);
         return b;
     }
@@ -162,7 +216,7 @@ public final class ProbeCommand implements Callable<Integer> {
             clients[t] = Thread.ofPlatform().name("probe-client-" + t).start(() -> {
                 for (int i; failure.get() == null && (i = next.getAndIncrement()) < samples; ) {
                     try {
-                        done.add(ProbeSample.of(streams, i, client.stream(path, body(prompts, firstPrompt + i), model)));
+                        done.add(ProbeSample.of(streams, i, client.stream(path, body(prompts, firstPrompt + i, maxTokens), model)));
                         progress.step();
                     } catch (RuntimeException e) {
                         failure.compareAndSet(null, e);
@@ -186,8 +240,7 @@ public final class ProbeCommand implements Callable<Integer> {
 
     private ObjectNode settings(String path) {
         ObjectNode s = OllamaClient.JSON.createObjectNode();
-        s.put("endpoint", path).put("samples_per_level", samples).put("shared_prefix_words", prefixTokens)
-                .put("prompt_words", promptTokens).put("num_predict", maxTokens).put("temperature", 0).put("seed", seed);
+        s.put("endpoint", path).put("samples_per_level", samples).put("num_predict", maxTokens).put("temperature", 0).put("seed", seed);
         if (numCtx != null) s.put("num_ctx", numCtx);
         ArrayNode levels = s.putArray("concurrency");
         Arrays.stream(concurrency).forEach(levels::add);

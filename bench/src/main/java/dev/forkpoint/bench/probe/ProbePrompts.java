@@ -6,11 +6,22 @@ import java.util.SplittableRandom;
  * The probe's prompts: "same system prompt, new turn". A shared prefix of {@code prefixWords} common English words,
  * opened by a per-run tag so that nothing a previous run left in the server's cache can match it (the first request
  * is cold for the prefix cache), and per sample a distinct suffix of {@code suffixWords} words opened by the sample's
- * number. Token counts are approximated by words (one common word ≈ one token in the 32k–150k vocabularies of
- * current models); the server's {@code prompt_eval_count} says what they really are. Deterministic for a given
- * run tag and seed.
+ * number. Sizes are in words; {@link ProbeCalibration} measures what a word costs in the server's tokens (about one in
+ * the 32k–150k vocabularies of current models, several in a 512-token one). Calibration prompts open with another
+ * word ({@code opening}), so the probe's own prompts share no more than the template's first tokens with them.
+ * Deterministic for a given opening, run tag and seed.
  */
-record ProbePrompts(String runTag, int prefixWords, int suffixWords, long seed) {
+record ProbePrompts(String opening, String runTag, int prefixWords, int suffixWords, long seed) {
+    /** The probe's prompts: the prefix opens with "Session". */
+    ProbePrompts(String runTag, int prefixWords, int suffixWords, long seed) {
+        this("Session", runTag, prefixWords, suffixWords, seed);
+    }
+
+    /** A calibration request's prompt of {@code words} words and a one-word turn, opening with "Calibration". */
+    static ProbePrompts calibration(String runTag, int words, long seed) {
+        return new ProbePrompts("Calibration", runTag, words, 1, seed);
+    }
+
     private static final String[] WORDS = ("the a and to of in it is was that he she they we you his her their with for on "
             + "at by from as but not all one two three little big old new good small long great high day time year way "
             + "man woman child children boy girl friend family mother father dog cat bird tree house home school town "
@@ -23,7 +34,7 @@ record ProbePrompts(String runTag, int prefixWords, int suffixWords, long seed) 
 
     /** The shared system prompt. */
     String prefix() {
-        return "Session " + runTag + ". " + words(prefixWords, new SplittableRandom(seed));
+        return opening + " " + runTag + ". " + words(prefixWords, new SplittableRandom(seed));
     }
 
     /** The user turn of sample {@code i} (0 = the cold call; every sample's differs from the others'). */

@@ -99,10 +99,11 @@ class ProbeCommandTest {
         assertEquals(System.getProperty("os.arch"), json.at("/triple/client/arch").asText());
         assertEquals(Runtime.getRuntime().availableProcessors(), json.at("/triple/client/cores").asInt());
 
-        // the cold call, apart: nothing of its prompt was cached (the run tag is new), so the steady-state turns reuse more
+        // the cold call, apart: nothing of its prompt was cached (the run tag is new) but the tokens before the first
+        // word, which the calibration requests (opening with another word) share with it: here BOS alone (no template)
         JsonNode cold = json.get("cold");
         assertNotNull(cold);
-        assertEquals(0, cold.get("prompt_cache_count").asInt());
+        assertEquals(1, cold.get("prompt_cache_count").asInt());
         assertTrue(cold.get("prompt_eval_count").asInt() > 0);
         assertTrue(cold.get("ttft_ms").asDouble() > 0);
 
@@ -136,6 +137,46 @@ class ProbeCommandTest {
         // not a terminal: no bar, one line per level on stderr
         assertEquals(2, run.err().lines().filter(l -> l.startsWith("concurrency ")).count(), run.err());
         assertFalse(run.err().contains("\r"));
+    }
+
+    /**
+     * The default sizes (a 2000-token prefix, 100-token turns, 64 generated) against stories260K, whose 512-token
+     * vocabulary makes a word several tokens and whose context here is 2048: calibrated in the server's tokens and
+     * shrunk with a note, the probe runs, and the prompts come out as planned (within 10 %) and within num_ctx.
+     */
+    @Test
+    void defaultSizesAreCalibratedToTheServersTokensAndShrunkToItsContext(@TempDir Path dir) throws Exception {
+        Run run = probe("--url", server.address(), "--model", "stories260K", "--samples", "2", "--concurrency", "1", "--out", dir.toString());
+        assertEquals(0, run.exit(), () -> "stdout:\n" + run.out() + "\nstderr:\n" + run.err());
+        assertTrue(run.out().contains("calibration: "), run.out());
+        assertTrue(run.out().contains("num_ctx 2048 (/api/ps context_length)"), run.out());
+        assertTrue(run.out().contains("note: --shared-prefix-tokens 2000 + --prompt-tokens 100 + --max-tokens 64 do not fit num_ctx 2048"), run.out());
+        JsonNode json = OllamaClient.JSON.readTree(dir.resolve("probe.json").toFile());
+        JsonNode s = json.get("settings"), c = s.get("calibration");
+        double rate = c.get("tokens_per_word").asDouble(), overhead = c.get("overhead_tokens").asDouble();
+        assertTrue(rate > 1.5, "stories260K's vocabulary takes several tokens per word, measured " + rate);
+        int planned = (int) Math.round(overhead + rate * (s.get("shared_prefix_words").asInt() + s.get("prompt_words").asInt()));
+        JsonNode cold = json.get("cold");
+        int actual = cold.get("prompt_eval_count").asInt() + cold.get("prompt_cache_count").asInt();
+        assertTrue(Math.abs(actual - planned) <= 0.1 * planned, "planned " + planned + " prompt tokens, the server counted " + actual);
+        assertTrue(actual + 64 <= 2048, actual + " prompt tokens + 64 exceed num_ctx 2048");
+        assertEquals(2000, s.get("shared_prefix_tokens_requested").asInt());
+        assertTrue(s.get("shared_prefix_tokens").asInt() < 2000 && s.get("shared_prefix_tokens").asInt() > 1500, s.toString());
+        assertEquals(100, s.get("prompt_tokens").asInt(), 5, s.toString());
+    }
+
+    @Test
+    void sizesThatFitAreKeptAndAContextTooSmallIsOneLine(@TempDir Path dir) {
+        Run small = probe("--url", server.address(), "--model", "stories260K", "--samples", "1", "--concurrency", "1",
+                "--shared-prefix-tokens", "100", "--prompt-tokens", "20", "--max-tokens", "4", "--out", dir.toString());
+        assertEquals(0, small.exit(), () -> small.out() + small.err());
+        assertFalse(small.out().contains("note: "), small.out());
+        Run tiny = probe("--url", server.address(), "--model", "stories260K", "--samples", "1", "--concurrency", "1",
+                "--num-ctx", "64", "--max-tokens", "60", "--out", dir.resolve("tiny").toString());
+        assertNotEquals(0, tiny.exit());
+        String err = tiny.err().strip();
+        assertEquals(1, err.lines().count(), err);
+        assertTrue(err.contains("num_ctx 64 (--num-ctx) cannot hold a request"), err);
     }
 
     @Test

@@ -303,6 +303,16 @@ final class CpuOps implements Ops {
         return rows;
     }
 
+    public float[][] hidden(Activation x) {
+        CpuActivation h = cpu(x);
+        float[][] rows = new float[h.tokens()][];
+        for (int t = 0; t < rows.length; t++) {
+            rows[t] = new float[h.width()];
+            System.arraycopy(h.data(), t * h.width(), rows[t], 0, h.width());
+        }
+        return rows;
+    }
+
     /** A step buffer holding src's values. */
     private float[] copy(float[] src) {
         float[] out = buffers.floats(src.length);

@@ -18,6 +18,7 @@ import dev.forkpoint.server.ApiError;
 import dev.forkpoint.server.BadFieldException;
 import dev.forkpoint.server.ClientGoneException;
 import dev.forkpoint.server.Completion;
+import dev.forkpoint.server.Embeddings;
 import dev.forkpoint.server.EventStream;
 import dev.forkpoint.server.Json;
 import dev.forkpoint.server.LogprobJson;
@@ -56,8 +57,19 @@ import java.util.Map;
  * ({@code "<model>" does not support thinking}), as in Ollama.
  *
  * <p>Refused with a 400 naming the field rather than ignored: {@code format} (JSON mode / schema: no constrained
+<<<<<<< HEAD
  * decoding yet), {@code images}, {@code suffix}, {@code template}, {@code context}.
  * Model management ({@code pull}, {@code push}, {@code create}, {@code copy}, {@code delete}) and embeddings answer 501.
+=======
+ * decoding yet), {@code images}, {@code suffix}, {@code template}, {@code context}, {@code think: true}.
+ * Model management ({@code pull}, {@code push}, {@code create}, {@code copy}, {@code delete}) answers 501.
+ *
+ * <p>Embeddings ({@link dev.forkpoint.server.Embeddings}): {@code POST /api/embed} ({@code input} a string or an array
+ * of strings, {@code truncate} (default true), {@code dimensions}, {@code options}, {@code keep_alive} →
+ * {@code {model, embeddings, total_duration, load_duration, prompt_eval_count}}, L2-normalised) and the legacy
+ * {@code POST /api/embeddings} ({@code prompt} → {@code {embedding}}, not normalised, as Ollama's legacy route; an
+ * empty prompt only loads the model and returns an empty vector; a prompt beyond num_ctx is refused, never cut).
+>>>>>>> embeddings
  */
 public final class OllamaApi implements ServerApi {
     private static final JsonNodeFactory F = JsonNodeFactory.instance;
@@ -76,7 +88,9 @@ public final class OllamaApi implements ServerApi {
         routes.post("/api/show", this::show);
         routes.get("/api/ps", this::ps);
         routes.open(HandlerType.GET, "/api/version", ctx -> ctx.json(Map.of("version", core.version())));
-        for (String p : List.of("/api/pull", "/api/push", "/api/create", "/api/copy", "/api/embed", "/api/embeddings", "/api/blobs/{digest}")) {
+        routes.post("/api/embed", this::embed);
+        routes.post("/api/embeddings", this::embeddings);
+        for (String p : List.of("/api/pull", "/api/push", "/api/create", "/api/copy", "/api/blobs/{digest}")) {
             routes.post(p, ctx -> notImplemented(ctx, p));
         }
         routes.delete("/api/delete", ctx -> notImplemented(ctx, "/api/delete"));
@@ -89,6 +103,52 @@ public final class OllamaApi implements ServerApi {
     private static void notImplemented(Context ctx, String path) {
         ctx.status(501).contentType("application/json").result(Json.write(Map.of("error", path
                 + " is not supported by Forkpoint (models are read from the local Ollama store or given with --model)")));
+    }
+
+    // ---- embeddings ----
+
+    private void embed(Context ctx) throws InterruptedException {
+        long t0 = System.nanoTime();
+        var req = Json.read(ctx, OllamaRequests.Embed.class);
+        List<Embeddings.Input> inputs = Embeddings.inputs(req.input(), "input", false);
+        if (inputs.size() == 1 && inputs.getFirst().text().isEmpty() && req.input().isTextual()) inputs = List.of();   // Ollama: "" loads only
+        OllamaOptions options = OllamaOptions.parse(req.options());
+        Duration keepAlive = KeepAlive.parse(req.keepAlive());
+        try (ModelLease lease = core.models().acquire(req.model(), keepAlive)) {
+            ServedModel model = lease.model();
+            int dimensions = Embeddings.dimensions(req.dimensions(), model, "dimensions");
+            boolean truncate = req.truncate() == null || req.truncate();
+            Embeddings.Result result = Embeddings.embed(model, inputs,
+                    new Embeddings.Settings(options.numCtx(), options.numBatch(), truncate, dimensions, true));
+            ObjectNode out = F.objectNode();
+            out.put("model", model.name());
+            ArrayNode vectors = out.putArray("embeddings");
+            for (float[] v : result.vectors()) {
+                ArrayNode a = vectors.addArray();
+                for (float x : v) a.add(x);
+            }
+            out.put("total_duration", System.nanoTime() - t0);
+            out.put("load_duration", lease.loadNanos());
+            out.put("prompt_eval_count", result.promptTokens());
+            ctx.json(out);
+        }
+    }
+
+    private void embeddings(Context ctx) throws InterruptedException {
+        var req = Json.read(ctx, OllamaRequests.Embeddings.class);
+        OllamaOptions options = OllamaOptions.parse(req.options());
+        Duration keepAlive = KeepAlive.parse(req.keepAlive());
+        try (ModelLease lease = core.models().acquire(req.model(), keepAlive)) {
+            ServedModel model = lease.model();
+            ObjectNode out = F.objectNode();
+            ArrayNode vector = out.putArray("embedding");
+            if (req.prompt() != null && !req.prompt().isEmpty()) {   // Ollama: an empty prompt only loads the model
+                Embeddings.Result result = Embeddings.embed(model, List.of(Embeddings.Input.text("prompt", req.prompt())),
+                        new Embeddings.Settings(options.numCtx(), options.numBatch(), false, 0, false));
+                for (float x : result.vectors().getFirst()) vector.add(x);
+            }
+            ctx.json(out);
+        }
     }
 
     // ---- generate ----

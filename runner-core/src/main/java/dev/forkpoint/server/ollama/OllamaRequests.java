@@ -47,4 +47,12 @@ final class OllamaRequests {
     record ToolFunction(String name, String description, JsonNode parameters) {}
 
     record Show(String model, String name, Boolean verbose) {}
+
+    /** {@code /api/embed}: {@code input} a string or an array of strings; {@code truncate} true when absent. */
+    record Embed(String model, JsonNode input, Boolean truncate, Integer dimensions, Map<String, Object> options,
+                 @JsonProperty("keep_alive") JsonNode keepAlive) {}
+
+    /** {@code /api/embeddings} (the legacy route): one {@code prompt}. */
+    record Embeddings(String model, String prompt, Map<String, Object> options,
+                      @JsonProperty("keep_alive") JsonNode keepAlive) {}
 }

@@ -19,6 +19,7 @@ import dev.forkpoint.server.ApiError;
 import dev.forkpoint.server.BadFieldException;
 import dev.forkpoint.server.ClientGoneException;
 import dev.forkpoint.server.Completion;
+import dev.forkpoint.server.Embeddings;
 import dev.forkpoint.server.EventStream;
 import dev.forkpoint.server.Json;
 import dev.forkpoint.server.LogprobJson;
@@ -60,6 +61,13 @@ import java.util.UUID;
  * <p>{@code /v1/completions} defaults {@code max_tokens} to 16, as OpenAI does; chat completions generate until the end
  * of the reply or of the context. A prompt plus {@code max_tokens} beyond the context is refused naming the field.
  *
+ * <p>{@code POST /v1/embeddings}: {@code input} a string, an array of strings, an array of token ids or an array of
+ * arrays of token ids (ids used as given, no BOS added); {@code encoding_format} {@code float} or {@code base64}
+ * (little-endian float32, base64); {@code dimensions} → {@code {object: "list", data: [{object: "embedding", index,
+ * embedding}], model, usage: {prompt_tokens, total_tokens}}}, L2-normalised as Ollama's {@code /api/embed} (see
+ * {@link dev.forkpoint.server.Embeddings}). An input beyond the default context is refused naming it (OpenAI does not
+ * truncate); an empty input is refused.
+ *
  * <p>Shares {@code POST /v1/completions} with the Ollama runner protocol, which claims its own bodies; this API takes
  * the rest (see {@link dev.forkpoint.server.ApiRoutes}).
  */
@@ -75,6 +83,7 @@ public final class OpenAiApi implements ServerApi {
         core.routes(OpenAiApi::renderError)
                 .post("/v1/chat/completions", this::chat)
                 .post("/v1/completions", this::completions)
+                .post("/v1/embeddings", this::embeddings)
                 .get("/v1/models", this::models)
                 .get("/v1/models/<id>", this::model);
     }
@@ -425,6 +434,49 @@ public final class OpenAiApi implements ServerApi {
     }
 
     // ---- models ----
+
+    private void embeddings(Context ctx) throws InterruptedException {
+        var req = Json.read(ctx, OpenAiRequests.Embeddings.class);
+        if (req.input() == null || req.input().isNull()) throw new BadFieldException("input", "input is required");
+        List<Embeddings.Input> inputs = Embeddings.inputs(req.input(), "input", true);
+        if (inputs.isEmpty()) throw new BadFieldException("input", "input must not be empty");
+        for (Embeddings.Input in : inputs) {
+            if (in.text() != null && in.text().isEmpty()) throw new BadFieldException(in.field(), in.field() + " must not be an empty string");
+            if (in.tokens() != null && in.tokens().length == 0) throw new BadFieldException(in.field(), in.field() + " must not be an empty array");
+        }
+        String format = req.encodingFormat() == null ? "float" : req.encodingFormat();
+        if (!format.equals("float") && !format.equals("base64")) {
+            throw new BadFieldException("encoding_format", "encoding_format must be \"float\" or \"base64\", got " + Json.describe(F.textNode(format)));
+        }
+        try (ModelLease lease = core.models().acquire(req.model(), null)) {
+            ServedModel model = lease.model();
+            int dimensions = Embeddings.dimensions(req.dimensions(), model, "dimensions");
+            Embeddings.Result result = Embeddings.embed(model, inputs,
+                    new Embeddings.Settings(0, GenerationRequest.NUM_BATCH_DEFAULT, false, dimensions, true));
+            ObjectNode out = F.objectNode();
+            out.put("object", "list");
+            ArrayNode data = out.putArray("data");
+            for (int i = 0; i < result.vectors().size(); i++) {
+                float[] v = result.vectors().get(i);
+                ObjectNode item = data.addObject();
+                item.put("object", "embedding");
+                item.put("index", i);
+                if (format.equals("base64")) {
+                    java.nio.ByteBuffer bytes = java.nio.ByteBuffer.allocate(4 * v.length).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+                    for (float x : v) bytes.putFloat(x);
+                    item.put("embedding", java.util.Base64.getEncoder().encodeToString(bytes.array()));
+                } else {
+                    ArrayNode a = item.putArray("embedding");
+                    for (float x : v) a.add(x);
+                }
+            }
+            out.put("model", model.name());
+            ObjectNode usage = out.putObject("usage");
+            usage.put("prompt_tokens", result.promptTokens());
+            usage.put("total_tokens", result.promptTokens());
+            ctx.json(out);
+        }
+    }
 
     private void models(Context ctx) {
         ObjectNode body = F.objectNode();

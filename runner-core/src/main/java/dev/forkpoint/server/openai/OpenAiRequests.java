@@ -60,4 +60,11 @@ final class OpenAiRequests {
                       Integer n, Boolean stream, @JsonProperty("stream_options") StreamOptions streamOptions,
                       @JsonProperty("logprobs") Integer logprobCount, Boolean echo, String suffix,
                       @JsonProperty("best_of") Integer bestOf, @JsonProperty("logit_bias") JsonNode logitBias) implements Sampling {}
+
+    /**
+     * {@code /v1/embeddings}: {@code input} a string, an array of strings, an array of token ids or an array of arrays of
+     * token ids; {@code encoding_format} float (default) or base64; {@code dimensions}; {@code user} is accepted.
+     */
+    record Embeddings(String model, JsonNode input, @JsonProperty("encoding_format") String encodingFormat,
+                      Integer dimensions, String user) {}
 }
