@@ -10,6 +10,7 @@ import dev.forkpoint.kvcache.SequenceKv;
 import dev.forkpoint.sampling.Sampler;
 import dev.forkpoint.sampling.SamplingOptions;
 import dev.forkpoint.sampling.StopSequences;
+import dev.forkpoint.sampling.structured.TokenConstraint;
 import dev.forkpoint.tokenizer.StreamingDecoder;
 import dev.forkpoint.tokenizer.Tokenizer;
 
@@ -61,6 +62,7 @@ final class Generation {
     private boolean stateMatchesLength;     // start() completed: the recurrent state is the committed tokens' state
 
     private Sampler sampler;
+    private TokenConstraint constraint;   // structured output, or null
     private final StopSequences stops;
     private final StreamingDecoder decoder;
     private final StringBuilder text = new StringBuilder();
@@ -270,6 +272,7 @@ final class Generation {
             return;
         }
         sampler = new Sampler(plan.options(), logits.length);
+        if (request.grammar() != null) constraint = new TokenConstraint(request.grammar(), model.tokenizer());
         accept(logits);
     }
 
@@ -298,17 +301,18 @@ final class Generation {
             if (rawLogits == null || rawLogits.length != logits.length) rawLogits = new float[logits.length];
             System.arraycopy(logits, 0, rawLogits, 0, logits.length);
         }
-        int id = sampler.sample(logits, history, historyLength);
+        int id = sampler.sample(logits, history, historyLength, constraint == null ? null : constraint.allowed());
         if (tokenizer.isEndOfGeneration(id)) {
             finish("stop");
             return;
         }
+        if (constraint != null) constraint.accept(id);
         history[historyLength++] = id;
         generated++;
         String raw = decoder.push(id);
         if (wantsLogprobs) queueLogprob(id, raw);
         emit(stops.accept(raw));
-        if (stops.stopped()) {
+        if (stops.stopped() || constraint != null && constraint.complete()) {
             finish("stop");
         } else if (generated == plan.maxNew() || kv.length() == plan.numCtx()) {
             finish("length");

@@ -1,6 +1,7 @@
 package dev.forkpoint.engine;
 
 import dev.forkpoint.sampling.SamplingOptions;
+import dev.forkpoint.sampling.structured.GrammarNode;
 
 /**
  * One completion: a raw prompt (no chat template applied), sampling options, and the context limits.
@@ -19,9 +20,13 @@ import dev.forkpoint.sampling.SamplingOptions;
  *                          = none (nothing is computed), 0 = the chosen token's only, N = also the N most likely tokens
  *                          at each position, N ≤ {@link TokenLogprob#MAX_TOP}; anything else is refused naming
  *                          top_logprobs. The APIs check their own limits (and field names) first.
+ * @param grammar           structured output: the generated text must match this grammar (a JSON schema's,
+ *                          {@link dev.forkpoint.sampling.structured.JsonSchemaGrammar}); tokens that cannot continue a
+ *                          match are masked before sampling, generation ends when the match is complete and cannot be
+ *                          extended (or at an end-of-generation token once it is complete). null = unconstrained.
  */
 public record GenerationRequest(String prompt, SamplingOptions sampling, int numCtx, int numBatch,
-                                int[] messageBoundaries, String cacheSalt, int topLogprobs) {
+                                int[] messageBoundaries, String cacheSalt, int topLogprobs, GrammarNode grammar) {
     /** {@link #topLogprobs()}: no log-probabilities. */
     public static final int LOGPROBS_OFF = -1;
 
@@ -34,6 +39,12 @@ public record GenerationRequest(String prompt, SamplingOptions sampling, int num
     /** A request without log-probabilities. */
     public GenerationRequest(String prompt, SamplingOptions sampling, int numCtx, int numBatch, int[] messageBoundaries, String cacheSalt) {
         this(prompt, sampling, numCtx, numBatch, messageBoundaries, cacheSalt, LOGPROBS_OFF);
+    }
+
+    /** An unconstrained request. */
+    public GenerationRequest(String prompt, SamplingOptions sampling, int numCtx, int numBatch, int[] messageBoundaries,
+                             String cacheSalt, int topLogprobs) {
+        this(prompt, sampling, numCtx, numBatch, messageBoundaries, cacheSalt, topLogprobs, null);
     }
 
     public GenerationRequest {
@@ -52,16 +63,21 @@ public record GenerationRequest(String prompt, SamplingOptions sampling, int num
     }
 
     public GenerationRequest withMessageBoundaries(int... boundaries) {
-        return new GenerationRequest(prompt, sampling, numCtx, numBatch, boundaries, cacheSalt, topLogprobs);
+        return new GenerationRequest(prompt, sampling, numCtx, numBatch, boundaries, cacheSalt, topLogprobs, grammar);
     }
 
     public GenerationRequest withCacheSalt(String salt) {
-        return new GenerationRequest(prompt, sampling, numCtx, numBatch, messageBoundaries, salt, topLogprobs);
+        return new GenerationRequest(prompt, sampling, numCtx, numBatch, messageBoundaries, salt, topLogprobs, grammar);
     }
 
     /** This request with log-probabilities: {@link #LOGPROBS_OFF}, 0 (the chosen token's) or N alternatives too. */
     public GenerationRequest withTopLogprobs(int n) {
-        return new GenerationRequest(prompt, sampling, numCtx, numBatch, messageBoundaries, cacheSalt, n);
+        return new GenerationRequest(prompt, sampling, numCtx, numBatch, messageBoundaries, cacheSalt, n, grammar);
+    }
+
+    /** This request with its output constrained to {@code grammar} (null: unconstrained). */
+    public GenerationRequest withGrammar(GrammarNode grammar) {
+        return new GenerationRequest(prompt, sampling, numCtx, numBatch, messageBoundaries, cacheSalt, topLogprobs, grammar);
     }
 
     /** Whether log-probabilities are asked for. */
