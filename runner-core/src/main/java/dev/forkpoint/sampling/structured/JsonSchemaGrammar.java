@@ -80,21 +80,40 @@ public final class JsonSchemaGrammar {
         this.root = root;
     }
 
-    /** Any JSON object (Ollama's {@code format: "json"}, OpenAI's {@code json_object}). */
-    public static GrammarNode anyObject() { return ANY_OBJECT; }
-
-    /** Any JSON value. */
-    public static GrammarNode anyValue() { return ANY_VALUE; }
+    /** A JSON text of any object (Ollama's {@code format: "json"}, OpenAI's {@code json_object}). */
+    public static GrammarNode anyObject() { return document(ANY_OBJECT); }
 
     /**
-     * The grammar of the JSON texts valid against {@code schema}.
+     * A whole generated document of {@code value}: up to {@link #MAX_WHITESPACE} whitespace bytes may come first (a
+     * SentencePiece model likes to start with "▁{"), nothing after it, so a complete value ends the generation.
+     */
+    public static GrammarNode document(GrammarNode value) { return GrammarNode.seq(WS, value); }
+
+    /**
+     * The grammar of the JSON texts valid against {@code schema} ({@link #document} of {@link #compileValue}).
      *
      * @throws InvalidInputException naming the unsupported keyword (and its path) or why the schema cannot be met
      */
     public static GrammarNode compile(JsonNode schema) {
+        return document(compileValue(schema));
+    }
+
+    /** The grammar of one JSON value valid against {@code schema}, without the document's leading whitespace. */
+    public static GrammarNode compileValue(JsonNode schema) {
         JsonSchemaGrammar g = new JsonSchemaGrammar(schema);
         return g.node(schema, "#");
     }
+
+    /** The grammar of a JSON string holding exactly {@code s}. */
+    public static GrammarNode stringLiteral(String s) {
+        return literalOf(JSON.getNodeFactory().textNode(s));
+    }
+
+    /** Literal JSON text (at least one byte), e.g. punctuation around values. */
+    public static GrammarNode text(String s) { return lit(s); }
+
+    /** The bounded whitespace allowed between tokens. */
+    public static GrammarNode whitespace() { return WS; }
 
     private static Literal lit(String s) { return Literal.of(s); }
 

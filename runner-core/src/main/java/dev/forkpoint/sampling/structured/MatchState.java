@@ -254,7 +254,9 @@ public final class MatchState {
             int[] lead = lead(b);
             if (lead == null) return;
             int cp = lead[0], need = lead[1];
-            if (!set.intersects(cp << (6 * need), (cp << (6 * need)) | ((1 << (6 * need)) - 1))) return;
+            // the smallest code point of a sequence this long (shorter forms are overlong): 0x80, 0x800, 0x10000
+            int lowest = Math.max(cp << (6 * need), need == 1 ? 0x80 : need == 2 ? 0x800 : 0x10000);
+            if (!set.intersects(lowest, (cp << (6 * need)) | ((1 << (6 * need)) - 1))) return;
             out.add(new Stack(new Cp(set, cp, need, lead[2], lead[3]), rest));
             return;
         }

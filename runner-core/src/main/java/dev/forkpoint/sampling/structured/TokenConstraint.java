@@ -25,6 +25,7 @@ public final class TokenConstraint {
         }
     };
     private long masksComputed, masksCached;
+    private final java.io.ByteArrayOutputStream text = new java.io.ByteArrayOutputStream();
 
     public TokenConstraint(GrammarNode grammar, Tokenizer tokenizer) {
         this(grammar, TokenTrie.of(tokenizer));
@@ -70,7 +71,8 @@ public final class TokenConstraint {
             for (int id : vocab.endOfGeneration) mask[id >>> 6] |= 1L << id;
         } else if (!any) {
             throw new InvalidInputException("structured output: no token of this model's vocabulary can continue the output "
-                    + "(the schema needs characters the vocabulary cannot spell)");
+                    + "(the schema needs characters the vocabulary cannot spell) after "
+                    + new String(text.toByteArray(), java.nio.charset.StandardCharsets.UTF_8) + " " + java.util.HexFormat.of().formatHex(text.toByteArray()));
         }
         return mask;
     }
@@ -104,6 +106,7 @@ public final class TokenConstraint {
             throw new IllegalStateException("token " + id + " does not continue the structured output");
         }
         state = next;
+        text.writeBytes(vocab.bytes[id]);
     }
 
     /** Whether the output so far is a complete match (it may end here). */
