@@ -7,6 +7,8 @@ import dev.forkpoint.chat.AssistantReply;
 import dev.forkpoint.chat.ChatMessage;
 import dev.forkpoint.chat.ToolCall;
 import dev.forkpoint.chat.ToolCallFormat;
+import dev.forkpoint.sampling.structured.GrammarNode;
+import dev.forkpoint.server.ForcedToolCalls;
 import dev.forkpoint.chat.ToolDefinition;
 import dev.forkpoint.engine.GenerationCancelledException;
 import dev.forkpoint.engine.GenerationEvent;
@@ -46,8 +48,14 @@ import java.util.UUID;
  * text block and {@code tool_use} blocks (whose input arrives as one {@code input_json_delta}), so text belonging to a
  * call is never streamed as text.
  *
+ * <p>A forced tool choice ({@code any}: one of the tools, {@code tool}: the named one) constrains the output to a call
+ * whose input is valid against the tool's {@code input_schema} ({@link ForcedToolCalls}): the reply is that
+ * {@code tool_use} block ({@code stop_reason: "tool_use"}); cut short by {@code max_tokens}, what was generated comes
+ * back as text with {@code stop_reason: "max_tokens"}. An input schema structured outputs cannot follow is a 400 naming
+ * its keyword.
+ *
  * <p>Refused with a 400 naming the field rather than ignored: a missing {@code max_tokens}, {@code thinking} enabled,
- * forced tool choice ({@code any}, {@code tool}), image and document blocks. A prompt plus {@code max_tokens} beyond
+ * image and document blocks. A prompt plus {@code max_tokens} beyond
  * the model's context is refused naming the field.
  */
 public final class AnthropicApi implements ServerApi {
@@ -97,14 +105,16 @@ public final class AnthropicApi implements ServerApi {
         }
         List<ChatMessage> messages = MessageMapping.messages(req.system(), req.messages());
         List<ToolDefinition> tools = MessageMapping.tools(req.tools(), req.toolChoice());
+        List<ToolDefinition> forced = MessageMapping.forcedTools(req.toolChoice(), tools);
+        GrammarNode grammar = forced == null ? null : ForcedToolCalls.grammar(forced, "tools[%d].input_schema", tools);
         SamplingOptions sampling = sampling(req);
         try (ModelLease lease = core.models().acquire(req.model(), null)) {
             ServedModel model = lease.model();
             ServedModel.ChatPrompt chat = model.renderChat(messages, tools);
             checkContext(model, chat.prompt(), req.maxTokens());
-            GenerationRequest request = chat.request(sampling, 0, GenerationRequest.NUM_BATCH_DEFAULT, "");
+            GenerationRequest request = chat.request(sampling, 0, GenerationRequest.NUM_BATCH_DEFAULT, "").withGrammar(grammar);
             boolean parseTools = !tools.isEmpty() && chat.template().toolCallFormat() != ToolCallFormat.NONE;
-            Reply reply = new Reply(model.name(), parseTools ? chat.template()::parseReply : null);
+            Reply reply = new Reply(model.name(), forced != null ? ForcedToolCalls::reply : parseTools ? chat.template()::parseReply : null);
             Completion completion = model.submit(request);   // 400 / 503 here, before anything is sent
             if (Boolean.TRUE.equals(req.stream())) stream(ctx, completion, reply);
             else {

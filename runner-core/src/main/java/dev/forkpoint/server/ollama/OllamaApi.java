@@ -12,6 +12,8 @@ import dev.forkpoint.engine.GenerationEvent;
 import dev.forkpoint.engine.GenerationRequest;
 import dev.forkpoint.engine.GenerationResult;
 import dev.forkpoint.engine.ModelInfo;
+import dev.forkpoint.sampling.structured.GrammarNode;
+import dev.forkpoint.sampling.structured.JsonSchemaGrammar;
 import dev.forkpoint.server.ApiError;
 import dev.forkpoint.server.BadFieldException;
 import dev.forkpoint.server.ClientGoneException;
@@ -46,8 +48,11 @@ import java.util.Map;
  * <b>{@code prompt_cache_count}</b>, the prompt tokens reused from the prefix cache
  * ({@code prompt_eval_count + prompt_cache_count} = the prompt's tokens).
  *
- * <p>Refused with a 400 naming the field rather than ignored: {@code format} (JSON mode / schema: no constrained
- * decoding yet), {@code images}, {@code suffix}, {@code template}, {@code context}, {@code think: true}.
+ * <p>{@code format}: "json" (any JSON object) or a JSON schema: the output is constrained to it token by token
+ * ({@link JsonSchemaGrammar}); a schema keyword that is not supported is a 400 naming it.
+ *
+ * <p>Refused with a 400 naming the field rather than ignored: {@code images}, {@code suffix}, {@code template},
+ * {@code context}, {@code think: true}.
  * Model management ({@code pull}, {@code push}, {@code create}, {@code copy}, {@code delete}) and embeddings answer 501.
  */
 public final class OllamaApi implements ServerApi {
@@ -88,7 +93,7 @@ public final class OllamaApi implements ServerApi {
         long t0 = System.nanoTime();
         var req = Json.read(ctx, OllamaRequests.Generate.class);
         int topLogprobs = req.engineTopLogprobs();
-        refuseFormat(req.format());
+        GrammarNode format = format(req.format());
         refuseThink(req.think());
         if (req.images() != null && !req.images().isEmpty()) throw new BadFieldException("images", "images are not supported: Forkpoint runs text models only");
         if (req.suffix() != null && !req.suffix().isEmpty()) throw new BadFieldException("suffix", "suffix (fill-in-the-middle) is not supported");
@@ -118,7 +123,7 @@ public final class OllamaApi implements ServerApi {
                 if (!prompt.isEmpty()) messages.add(ChatMessage.of("user", prompt));
                 request = model.renderChat(messages, List.of(), options.numCtx(), "prompt").request(options.sampling(), options.numCtx(), options.numBatch(), "");
             }
-            request = request.withTopLogprobs(topLogprobs);
+            request = request.withTopLogprobs(topLogprobs).withGrammar(format);
             Shape shape = new Shape() {
                 public void piece(ObjectNode chunk, String text) { chunk.put("response", text); }
 
@@ -134,7 +139,7 @@ public final class OllamaApi implements ServerApi {
         long t0 = System.nanoTime();
         var req = Json.read(ctx, OllamaRequests.Chat.class);
         int topLogprobs = req.engineTopLogprobs();
-        refuseFormat(req.format());
+        GrammarNode format = format(req.format());
         refuseThink(req.think());
         if (req.messages() == null) throw new BadFieldException("messages", "messages is required");
         List<ChatMessage> messages = new ArrayList<>();
@@ -157,8 +162,10 @@ public final class OllamaApi implements ServerApi {
                 return;
             }
             ServedModel.ChatPrompt chat = model.renderChat(messages, tools, options.numCtx());
-            GenerationRequest request = chat.request(options.sampling(), options.numCtx(), options.numBatch(), "").withTopLogprobs(topLogprobs);
-            boolean parseTools = !tools.isEmpty() && chat.template().toolCallFormat() != ToolCallFormat.NONE;
+            GenerationRequest request = chat.request(options.sampling(), options.numCtx(), options.numBatch(), "").withTopLogprobs(topLogprobs)
+                    .withGrammar(format);
+            // a structured reply is the content itself: no tool-call syntax to look for in it
+            boolean parseTools = format == null && !tools.isEmpty() && chat.template().toolCallFormat() != ToolCallFormat.NONE;
             Shape shape = new Shape() {
                 public void piece(ObjectNode chunk, String text) { chunk.set("message", assistant(text)); }
 
@@ -226,10 +233,23 @@ public final class OllamaApi implements ServerApi {
                 params == null || params.isNull() ? empty : params);
     }
 
-    private static void refuseFormat(JsonNode format) {
-        if (format == null || format.isNull() || (format.isTextual() && format.asText().isEmpty())) return;
-        throw new BadFieldException("format", "format " + (format.isTextual() ? "\"" + format.asText() + "\"" : "(a JSON schema)")
-                + " is not supported yet: Forkpoint has no constrained decoding, so it cannot guarantee JSON output; remove 'format'");
+    /**
+     * {@code format}: absent, null or "" = free text; "json" = any JSON object (as Ollama's JSON mode); an object = a
+     * JSON schema the output must satisfy. Anything else, or a schema with a keyword structured outputs do not support,
+     * is a 400 naming format.
+     */
+    static GrammarNode format(JsonNode format) {
+        if (format == null || format.isNull() || (format.isTextual() && format.asText().isEmpty())) return null;
+        if (format.isTextual()) {
+            if (format.asText().equals("json")) return JsonSchemaGrammar.anyObject();
+            throw new BadFieldException("format", "format must be \"json\" or a JSON schema object, got \"" + format.asText() + "\"");
+        }
+        if (!format.isObject()) throw new BadFieldException("format", "format must be \"json\" or a JSON schema object, got " + Json.describe(format));
+        try {
+            return JsonSchemaGrammar.compile(format);
+        } catch (dev.forkpoint.InvalidInputException e) {
+            throw new BadFieldException("format", "format: " + e.getMessage());
+        }
     }
 
     private static void refuseThink(JsonNode think) {

@@ -8,6 +8,9 @@ import dev.forkpoint.chat.AssistantReply;
 import dev.forkpoint.chat.ChatMessage;
 import dev.forkpoint.chat.ToolCall;
 import dev.forkpoint.chat.ToolCallFormat;
+import dev.forkpoint.sampling.structured.GrammarNode;
+import dev.forkpoint.sampling.structured.JsonSchemaGrammar;
+import dev.forkpoint.server.ForcedToolCalls;
 import dev.forkpoint.chat.ToolDefinition;
 import dev.forkpoint.engine.GenerationCancelledException;
 import dev.forkpoint.engine.GenerationEvent;
@@ -47,6 +50,12 @@ import java.util.UUID;
  * <p>Tool calls: when tools are given and the model's template has a tool-call format, the reply is buffered and parsed
  * at the end (also when streaming: the text and the tool calls are then sent as the last deltas), so text that
  * belongs to a call is never streamed as content. Without tools, text streams as it is generated.
+ *
+ * <p>Structured outputs: {@code response_format} {@code json_object} (any JSON object) or {@code json_schema} (valid
+ * against {@code json_schema.schema}) constrains the content token by token; a forced {@code tool_choice}
+ * ("required", or a named function) constrains the reply to a call whose arguments are valid against the function's
+ * parameters, returned as {@code tool_calls} ({@code finish_reason: "tool_calls"}). A schema keyword structured
+ * outputs do not support is a 400 naming it; both together are a 400.
  *
  * <p>{@code /v1/completions} defaults {@code max_tokens} to 16, as OpenAI does; chat completions generate until the end
  * of the reply or of the context. A prompt plus {@code max_tokens} beyond the context is refused naming the field.
@@ -102,9 +111,14 @@ public final class OpenAiApi implements ServerApi {
 
     private void chat(Context ctx) throws InterruptedException {
         var req = Json.read(ctx, OpenAiRequests.Chat.class);
-        refuseResponseFormat(req.responseFormat());
+        GrammarNode format = responseFormat(req.responseFormat());
         List<ChatMessage> messages = ChatMapping.messages(req.messages());
         List<ToolDefinition> tools = ChatMapping.tools(req.tools(), req.toolChoice());
+        List<ToolDefinition> forced = ChatMapping.forcedTools(req.toolChoice(), tools);
+        if (forced != null && format != null) {
+            throw new BadFieldException("response_format", "response_format cannot be combined with a forced tool_choice (the reply is the tool call)");
+        }
+        if (forced != null) format = ForcedToolCalls.grammar(forced, "tools[%d].function.parameters", tools);
         Integer maxTokens = req.maxCompletionTokens() != null ? req.maxCompletionTokens() : req.maxTokens();
         String maxField = req.maxCompletionTokens() != null ? "max_completion_tokens" : "max_tokens";
         SamplingOptions sampling = OpenAiOptions.sampling(req, maxTokens, maxField);
@@ -113,9 +127,12 @@ public final class OpenAiApi implements ServerApi {
             ServedModel model = lease.model();
             ServedModel.ChatPrompt chat = model.renderChat(messages, tools);
             OpenAiOptions.checkContext(model, chat.prompt(), maxTokens, "messages", maxField);
-            GenerationRequest request = chat.request(sampling, 0, GenerationRequest.NUM_BATCH_DEFAULT, "").withTopLogprobs(topLogprobs);
-            boolean parseTools = !tools.isEmpty() && chat.template().toolCallFormat() != ToolCallFormat.NONE;
-            Reply reply = new ChatReply(model.name(), parseTools ? chat.template()::parseReply : null, request.wantsLogprobs());
+            GenerationRequest request = chat.request(sampling, 0, GenerationRequest.NUM_BATCH_DEFAULT, "").withTopLogprobs(topLogprobs)
+                    .withGrammar(format);
+            boolean parseTools = format == null && !tools.isEmpty() && chat.template().toolCallFormat() != ToolCallFormat.NONE;
+            java.util.function.Function<String, AssistantReply> parser = forced != null ? ForcedToolCalls::reply
+                    : parseTools ? chat.template()::parseReply : null;
+            Reply reply = new ChatReply(model.name(), parser, request.wantsLogprobs());
             respond(ctx, model, request, Boolean.TRUE.equals(req.stream()), includeUsage(req), reply);
         }
     }
@@ -155,12 +172,46 @@ public final class OpenAiApi implements ServerApi {
         return r.streamOptions() != null && Boolean.TRUE.equals(r.streamOptions().includeUsage());
     }
 
-    private static void refuseResponseFormat(JsonNode format) {
-        if (format == null || format.isNull()) return;
+    /**
+     * {@code response_format}: {@code {"type":"text"}} (or absent) = free text; {@code {"type":"json_object"}} = any JSON
+     * object; {@code {"type":"json_schema","json_schema":{"name","schema","strict","description"}}} = output valid
+     * against the schema (no schema: any JSON object). Anything else is a 400 naming the field.
+     */
+    static GrammarNode responseFormat(JsonNode format) {
+        if (format == null || format.isNull()) return null;
+        if (!format.isObject()) throw new BadFieldException("response_format", "response_format must be an object, got " + Json.describe(format));
         JsonNode type = format.get("type");
-        if (format.isObject() && type != null && type.isTextual() && type.asText().equals("text")) return;
-        throw new BadFieldException("response_format", "response_format " + (type != null && type.isTextual() ? "\"" + type.asText() + "\"" : Json.describe(format))
-                + " is not supported yet: Forkpoint has no constrained decoding, so it cannot guarantee JSON output; remove 'response_format'");
+        String t = type != null && type.isTextual() ? type.asText() : null;
+        if (t == null) throw new BadFieldException("response_format.type", "response_format.type must be \"text\", \"json_object\" or \"json_schema\", got " + Json.describe(type));
+        switch (t) {
+            case "text" -> { return null; }
+            case "json_object" -> { return JsonSchemaGrammar.anyObject(); }
+            case "json_schema" -> {
+                JsonNode js = format.get("json_schema");
+                if (js == null || !js.isObject()) {
+                    throw new BadFieldException("response_format.json_schema", "response_format.json_schema must be an object with name and schema, got " + Json.describe(js));
+                }
+                JsonNode name = js.get("name");
+                if (name == null || !name.isTextual() || name.asText().isEmpty()) {
+                    throw new BadFieldException("response_format.json_schema.name", "response_format.json_schema.name must be a non-empty string, got " + Json.describe(name));
+                }
+                JsonNode strict = js.get("strict");
+                if (strict != null && !strict.isNull() && !strict.isBoolean()) {
+                    throw new BadFieldException("response_format.json_schema.strict", "response_format.json_schema.strict must be a boolean, got " + Json.describe(strict));
+                }
+                JsonNode schema = js.get("schema");
+                if (schema == null || schema.isNull()) return JsonSchemaGrammar.anyObject();
+                if (!schema.isObject()) {
+                    throw new BadFieldException("response_format.json_schema.schema", "response_format.json_schema.schema must be a JSON schema object, got " + Json.describe(schema));
+                }
+                try {
+                    return JsonSchemaGrammar.compile(schema);
+                } catch (dev.forkpoint.InvalidInputException e) {
+                    throw new BadFieldException("response_format.json_schema.schema", "response_format.json_schema.schema: " + e.getMessage());
+                }
+            }
+            default -> throw new BadFieldException("response_format.type", "response_format.type must be \"text\", \"json_object\" or \"json_schema\", got \"" + t + "\"");
+        }
     }
 
     // ---- the shared response loop ----
