@@ -87,7 +87,11 @@ public final class JsonSchemaGrammar {
      * A whole generated document of {@code value}: up to {@link #MAX_WHITESPACE} whitespace bytes may come first (a
      * SentencePiece model likes to start with "▁{"), nothing after it, so a complete value ends the generation.
      */
-    public static GrammarNode document(GrammarNode value) { return GrammarNode.seq(WS, value); }
+    public static GrammarNode document(GrammarNode value) {
+        GrammarNode d = GrammarNode.seq(WS, value);
+        MatchState.start(d);   // a left-recursive schema ($ref reaching itself before any output) is refused here
+        return d;
+    }
 
     /**
      * The grammar of the JSON texts valid against {@code schema} ({@link #document} of {@link #compileValue}).
@@ -220,7 +224,12 @@ public final class JsonSchemaGrammar {
         if (done != null) return done;
         Ref pending = refs.get(r);
         if (pending != null) return pending;   // recursion: resolved when the target is compiled
-        JsonNode target = r.equals("#") ? root : root.at(r.substring(1).replace("~1", "/").replace("~0", "~"));
+        JsonNode target;
+        try {
+            target = r.equals("#") ? root : root.at(r.substring(1));
+        } catch (IllegalArgumentException e) {
+            throw refuse(path, "'$ref' " + r + " is not a valid JSON pointer");
+        }
         if (target == null || target.isMissingNode()) throw refuse(path, "'$ref' " + r + " points at nothing");
         Ref placeholder = new Ref(r);
         refs.put(r, placeholder);
@@ -330,7 +339,12 @@ public final class JsonSchemaGrammar {
         if (b.isBoolean()) return EnumSet.allOf(Kind.class);
         if (b.has("$ref")) {
             String r = b.get("$ref").asText();
-            JsonNode target = r.equals("#") ? root : root.at(r.startsWith("#") ? r.substring(1) : "/");
+            JsonNode target;
+            try {
+                target = r.equals("#") ? root : root.at(r.startsWith("#/") ? r.substring(1) : "/");
+            } catch (IllegalArgumentException e) {
+                throw refuse(path, "'$ref' " + r + " is not a valid JSON pointer");
+            }
             if (target == null || target.isMissingNode()) throw refuse(path, "'$ref' " + r + " points at nothing");
             return branchKinds(target, r, depth + 1);
         }

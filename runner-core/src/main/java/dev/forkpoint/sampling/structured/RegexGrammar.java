@@ -317,7 +317,7 @@ final class RegexGrammar {
     }
 
     /** Characters written as themselves in a JSON string: not a quote, backslash or control character. */
-    private static final int[] PLAIN = complement(new int[] {0, 0x1f, '"', '"', '\\', '\\'});
+    private static final int[] PLAIN = complement(new int[] {0, 0x1f, MatchState.QUOTE, MatchState.QUOTE, MatchState.BACKSLASH, MatchState.BACKSLASH});
 
     /**
      * One character of the set as JSON text: itself when plain, else its escape (\" \\ \n \r \t); other control
@@ -329,7 +329,7 @@ final class RegexGrammar {
         int[] plain = intersect(set, PLAIN);
         if (plain.length > 0) out.add(new CodePoints(plain));
         CodePoints cps = new CodePoints(set);
-        if (cps.contains('"')) out.add(Literal.of("\\\""));
+        if (cps.contains(MatchState.QUOTE)) out.add(Literal.of("\\\""));
         if (cps.contains('\\')) out.add(Literal.of("\\\\"));
         if (cps.contains('\n')) out.add(Literal.of("\\n"));
         if (cps.contains('\r')) out.add(Literal.of("\\r"));

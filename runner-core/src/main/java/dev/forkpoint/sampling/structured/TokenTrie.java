@@ -80,7 +80,7 @@ public final class TokenTrie {
         for (int i = 0; i < b.length; ) {
             int c = b[i] & 0xff;
             int need;
-            if (c < 0x20 || c == '"' || c == '\\') return 0;
+            if (c < 0x20 || c == MatchState.QUOTE || c == MatchState.BACKSLASH) return 0;
             if (c < 0x80) need = 0;
             else if (c >= 0xc2 && c <= 0xdf) need = 1;
             else if (c >= 0xe0 && c <= 0xef) need = 2;

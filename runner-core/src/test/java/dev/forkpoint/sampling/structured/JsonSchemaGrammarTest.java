@@ -106,6 +106,10 @@ class JsonSchemaGrammarTest {
         assertTrue(e.getMessage().contains("pattern"), e.getMessage());
         e = assertThrows(InvalidInputException.class, () -> JsonSchemaGrammar.compile(schema("{\"oneOf\":[{\"type\":\"integer\"},{\"type\":\"number\"}]}")));
         assertTrue(e.getMessage().contains("oneOf"), e.getMessage());
+        e = assertThrows(InvalidInputException.class, () -> JsonSchemaGrammar.compile(schema("{\"$ref\":\"#\"}")));
+        assertTrue(e.getMessage().contains("left-recursive"), e.getMessage());
+        e = assertThrows(InvalidInputException.class, () -> JsonSchemaGrammar.compile(schema("{\"anyOf\":[{\"type\":\"null\"},{\"$ref\":\"#\"}]}")));
+        assertTrue(e.getMessage().contains("left-recursive"), e.getMessage());
         e = assertThrows(InvalidInputException.class, () -> JsonSchemaGrammar.compile(schema("{\"$ref\":\"http://x/y\"}")));
         assertTrue(e.getMessage().contains("$ref"), e.getMessage());
         e = assertThrows(InvalidInputException.class, () -> JsonSchemaGrammar.compile(schema("{\"type\":\"string\",\"minLength\":3,\"maxLength\":2}")));
