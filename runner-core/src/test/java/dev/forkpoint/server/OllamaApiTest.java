@@ -176,7 +176,7 @@ class OllamaApiTest {
                 new Case("/api/generate", "{" + m + ",\"prompt\":\"x\",\"options\":{\"mirostat\":2}}", 400, "mirostat"),
                 new Case("/api/generate", "{" + m + ",\"prompt\":\"x\",\"options\":\"hot\"}", 400, "field 'options' must be an object"),
                 new Case("/api/generate", "{" + m + ",\"prompt\":\"x\",\"format\":\"yaml\"}", 400, "format must be \"json\" or a JSON schema object, got \"yaml\""),
-                new Case("/api/chat", "{" + m + ",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"format\":{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\",\"minimum\":1}}}}", 400, "format: schema #/properties/n: keyword 'minimum' is not supported"),
+                new Case("/api/chat", "{" + m + ",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"format\":{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\",\"multipleOf\":2}}}}", 400, "format: schema #/properties/n: keyword 'multipleOf' is not supported"),
                 new Case("/api/generate", "{" + m + ",\"prompt\":\"x\",\"keep_alive\":\"soon\"}", 400, "keep_alive must be"),
                 new Case("/api/generate", "{" + m + ",\"prompt\":\"x\",\"images\":[\"aGk=\"]}", 400, "images are not supported"),
                 new Case("/api/show", "{\"model\":\"nope\"}", 404, "model 'nope' not found"),

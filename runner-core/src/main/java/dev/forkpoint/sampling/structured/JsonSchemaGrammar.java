@@ -25,7 +25,8 @@ import java.util.Set;
  * string, number, integer, boolean, null, or an array of them), {@code properties} (emitted in the schema's order;
  * required ones always, optional ones may be left out), {@code required}, {@code additionalProperties} (extra
  * properties are never emitted; with no {@code properties}, a schema for them (or true) allows any keys),
- * {@code items}, {@code minItems}/{@code maxItems}, {@code minLength}/{@code maxLength}, {@code pattern} (the subset
+ * {@code items}, {@code minItems}/{@code maxItems}, {@code minLength}/{@code maxLength}, {@code minimum} & co. (the
+ * bounds {@link #number} lists), {@code pattern} (the subset
  * {@link RegexGrammar} reads), {@code enum}, {@code const}, {@code anyOf}, {@code oneOf} (branches of disjoint types),
  * {@code $ref} to {@code #}, {@code #/$defs/…} or {@code #/definitions/…} (recursion included), and annotations
  * (title, description, default, examples, $schema, $id, $comment, deprecated, readOnly, writeOnly). Any other keyword
@@ -38,18 +39,21 @@ import java.util.Set;
 public final class JsonSchemaGrammar {
     /** The most whitespace bytes between two tokens of the JSON text. */
     public static final int MAX_WHITESPACE = 4;
-    static final int MAX_INTEGER_DIGITS = 16;
+    static final int MAX_INTEGER_DIGITS = 15;
+    /** The largest magnitude an integer of the grammar can have: 10^15 − 1, below 2^53 (exact in a double). */
+    static final long INTEGER_LIMIT = 999_999_999_999_999L;
     static final int MAX_FRACTION_DIGITS = 16;
 
     private static final Set<String> ANNOTATIONS = Set.of("title", "description", "default", "examples", "$schema", "$id",
             "$comment", "deprecated", "readOnly", "writeOnly", "$defs", "definitions");
     private static final Set<String> SUPPORTED = Set.of("type", "properties", "required", "additionalProperties", "items",
-            "minItems", "maxItems", "minLength", "maxLength", "pattern", "enum", "const", "anyOf", "oneOf", "$ref");
+            "minItems", "maxItems", "minLength", "maxLength", "pattern", "enum", "const", "anyOf", "oneOf", "$ref",
+            "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum");
     private static final ObjectMapper JSON = new ObjectMapper();
 
     static final GrammarNode WS = new Whitespace(MAX_WHITESPACE);
     private static final GrammarNode DIGIT = new CodePoints(new int[] {'0', '9'});
-    private static final GrammarNode NUMBER, INTEGER;
+    private static final GrammarNode NUMBER, INTEGER, NON_NEGATIVE_INTEGER, POSITIVE_INTEGER, NON_NEGATIVE_NUMBER;
     private static final GrammarNode ANY_VALUE, ANY_OBJECT;
 
     enum Kind { OBJECT, ARRAY, STRING, NUMBER, BOOLEAN, NULL }
@@ -59,10 +63,13 @@ public final class JsonSchemaGrammar {
                 GrammarNode.seq(new CodePoints(new int[] {'1', '9'}), new Repeat(DIGIT, null, 0, MAX_INTEGER_DIGITS - 1))));
         GrammarNode sign = GrammarNode.optional(lit("-"));
         INTEGER = GrammarNode.seq(sign, integerPart);
+        NON_NEGATIVE_INTEGER = integerPart;
+        POSITIVE_INTEGER = GrammarNode.seq(new CodePoints(new int[] {'1', '9'}), new Repeat(DIGIT, null, 0, MAX_INTEGER_DIGITS - 1));
         GrammarNode fraction = GrammarNode.optional(GrammarNode.seq(lit("."), new Repeat(DIGIT, null, 1, MAX_FRACTION_DIGITS)));
         GrammarNode exponent = GrammarNode.optional(GrammarNode.seq(new CodePoints(new int[] {'E', 'E', 'e', 'e'}),
                 GrammarNode.optional(new CodePoints(new int[] {'+', '+', '-', '-'})), new Repeat(DIGIT, null, 1, 3)));
         NUMBER = GrammarNode.seq(sign, integerPart, fraction, exponent);
+        NON_NEGATIVE_NUMBER = GrammarNode.seq(integerPart, fraction, exponent);
         Ref value = new Ref("any JSON value");
         GrammarNode string = GrammarNode.seq(lit("\""), new JsonString(0, Repeat.UNBOUNDED));
         ANY_OBJECT = objectOfAny(string, value);
@@ -142,7 +149,8 @@ public final class JsonSchemaGrammar {
             String k = it.next();
             if (!SUPPORTED.contains(k) && !ANNOTATIONS.contains(k)) {
                 throw refuse(path, "keyword '" + k + "' is not supported (structured outputs support type, properties, required, "
-                        + "additionalProperties, items, minItems, maxItems, minLength, maxLength, pattern, enum, const, anyOf, oneOf, $ref)");
+                        + "additionalProperties, items, minItems, maxItems, minLength, maxLength, minimum, maximum, exclusiveMinimum, "
+                        + "exclusiveMaximum, pattern, enum, const, anyOf, oneOf, $ref)");
             }
         }
         if (s.has("$ref")) {
@@ -164,7 +172,7 @@ public final class JsonSchemaGrammar {
                 case OBJECT -> object(s, path);
                 case ARRAY -> array(s, path);
                 case STRING -> string(s, path);
-                case NUMBER -> !s.has("type") || isType(s, "number") || hasType(s, "number") ? NUMBER : INTEGER;
+                case NUMBER -> number(s, path, !s.has("type") || isType(s, "number") || hasType(s, "number"));
                 case BOOLEAN -> new GrammarNode.Choice(List.of(lit("true"), lit("false")));
                 case NULL -> lit("null");
             });
@@ -187,6 +195,8 @@ public final class JsonSchemaGrammar {
             boolean object = s.has("properties") || s.has("required") || s.has("additionalProperties");
             boolean array = s.has("items") || s.has("minItems") || s.has("maxItems");
             boolean string = s.has("minLength") || s.has("maxLength") || s.has("pattern");
+            boolean number = s.has("minimum") || s.has("maximum") || s.has("exclusiveMinimum") || s.has("exclusiveMaximum");
+            if (number) kinds.add(Kind.NUMBER);
             if (object) kinds.add(Kind.OBJECT);
             if (array) kinds.add(Kind.ARRAY);
             if (string) kinds.add(Kind.STRING);
@@ -210,6 +220,47 @@ public final class JsonSchemaGrammar {
             });
         }
         return kinds;
+    }
+
+    // ---- numbers ----
+
+    /**
+     * A number or integer with the bounds structured outputs can honour exactly: none; bounds the grammar meets anyway
+     * (an integer has at most {@value #MAX_INTEGER_DIGITS} digits, so JavaScript's safe-integer bounds, which zod writes
+     * for {@code .int()}, always hold); minimum 0 (no sign) and, for integers, minimum 1 or exclusiveMinimum 0. Other
+     * bounds are refused naming the keyword.
+     */
+    private static GrammarNode number(JsonNode s, String path, boolean real) {
+        double lower = Double.NEGATIVE_INFINITY, upper = Double.POSITIVE_INFINITY;
+        boolean lowerExclusive = false, upperExclusive = false;
+        for (String k : new String[] {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
+            JsonNode v = s.get(k);
+            if (v == null) continue;
+            if (!v.isNumber()) throw refuse(path, "'" + k + "' must be a number, got " + v);
+            double d = v.asDouble();
+            switch (k) {
+                case "minimum" -> { if (d > lower || d == lower && lowerExclusive) { lower = d; lowerExclusive = false; } }
+                case "exclusiveMinimum" -> { if (d >= lower) { lower = d; lowerExclusive = true; } }
+                case "maximum" -> { if (d < upper || d == upper && upperExclusive) { upper = d; upperExclusive = false; } }
+                default -> { if (d <= upper) { upper = d; upperExclusive = true; } }
+            }
+        }
+        boolean upperHolds = real ? upper == Double.POSITIVE_INFINITY : upper > INTEGER_LIMIT || upper == INTEGER_LIMIT && !upperExclusive;
+        if (!upperHolds) {
+            throw refuse(path, "'" + (upperExclusive ? "exclusiveMaximum" : "maximum") + "' " + fmt(upper) + " is not supported (an upper "
+                    + "bound is honoured only when " + (real ? "absent" : "at least " + INTEGER_LIMIT) + ")");
+        }
+        if (lower == Double.NEGATIVE_INFINITY || !real && (lower < -INTEGER_LIMIT || lower == -INTEGER_LIMIT && !lowerExclusive)) {
+            return real ? NUMBER : INTEGER;
+        }
+        if (lower == 0 && !lowerExclusive) return real ? NON_NEGATIVE_NUMBER : NON_NEGATIVE_INTEGER;
+        if (!real && (lower == 1 && !lowerExclusive || lower == 0 && lowerExclusive)) return POSITIVE_INTEGER;
+        throw refuse(path, "'" + (lowerExclusive ? "exclusiveMinimum" : "minimum") + "' " + fmt(lower) + " is not supported (lower bounds "
+                + "honoured: none, minimum 0" + (real ? "" : ", minimum 1, exclusiveMinimum 0, or " + -INTEGER_LIMIT + " and below") + ")");
+    }
+
+    private static String fmt(double d) {
+        return d == Math.rint(d) && Math.abs(d) < 1e18 ? Long.toString((long) d) : Double.toString(d);
     }
 
     // ---- $ref ----

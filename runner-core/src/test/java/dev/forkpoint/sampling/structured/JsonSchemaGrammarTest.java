@@ -41,15 +41,32 @@ class JsonSchemaGrammarTest {
 
     @Test
     void scalars() {
-        accepts("{\"type\":\"integer\"}", "0", "-12", "1234567890123456");
+        accepts("{\"type\":\"integer\"}", "0", "-12", "123456789012345");
         GrammarNode integer = JsonSchemaGrammar.compile(schema("{\"type\":\"integer\"}"));
         for (int lead = 0x80; lead < 0x100; lead++) assertTrue(MatchState.start(integer).advance(lead) == null, "byte " + lead);
-        rejects("{\"type\":\"integer\"}", "01", "1.5", "-", "12345678901234567", "     1", "1 ", "1e3");
+        rejects("{\"type\":\"integer\"}", "01", "1.5", "-", "1234567890123456", "     1", "1 ", "1e3");
         accepts("{\"type\":\"number\"}", "0", "-0.5", "1e10", "2.25E-3");
         rejects("{\"type\":\"number\"}", ".5", "1.", "1e");
         accepts("{\"type\":\"boolean\"}", "true", "false");
         accepts("{\"type\":[\"null\",\"string\"]}", "null", "\"x\"");
         rejects("{\"type\":[\"null\",\"string\"]}", "1", "true");
+    }
+
+    @Test
+    void numericBounds() {
+        // zod's .int(): JavaScript's safe-integer bounds, which 15 digits always meet
+        accepts("{\"type\":\"integer\",\"minimum\":-9007199254740991,\"maximum\":9007199254740991}", "-999999999999999", "0", "7");
+        accepts("{\"type\":\"integer\",\"minimum\":0}", "0", "12");
+        rejects("{\"type\":\"integer\",\"minimum\":0}", "-1", "-0");
+        accepts("{\"type\":\"integer\",\"exclusiveMinimum\":0}", "1", "10");
+        rejects("{\"type\":\"integer\",\"exclusiveMinimum\":0}", "0", "-3");
+        accepts("{\"type\":\"number\",\"minimum\":0}", "0.5", "3e2");
+        rejects("{\"type\":\"number\",\"minimum\":0}", "-0.5");
+        for (String bad : new String[] {"{\"type\":\"integer\",\"minimum\":5}", "{\"type\":\"integer\",\"maximum\":100}",
+                "{\"type\":\"number\",\"exclusiveMinimum\":0}", "{\"type\":\"number\",\"maximum\":1e300}"}) {
+            var e = assertThrows(InvalidInputException.class, () -> JsonSchemaGrammar.compile(schema(bad)));
+            assertTrue(e.getMessage().contains("imum'"), e.getMessage());
+        }
     }
 
     @Test
@@ -98,7 +115,7 @@ class JsonSchemaGrammarTest {
 
     @Test
     void unsupportedKeywordsAreRefusedByName() {
-        for (String k : new String[] {"minimum", "format", "allOf", "not", "patternProperties", "uniqueItems", "prefixItems"}) {
+        for (String k : new String[] {"multipleOf", "format", "allOf", "not", "patternProperties", "uniqueItems", "prefixItems"}) {
             var e = assertThrows(InvalidInputException.class, () -> JsonSchemaGrammar.compile(schema("{\"type\":\"object\",\"properties\":{\"x\":{\"" + k + "\":1}}}")));
             assertTrue(e.getMessage().contains("'" + k + "'") && e.getMessage().contains("#/properties/x"), e.getMessage());
         }

@@ -42,7 +42,16 @@ final class RandomSchemas {
         int pick = random.nextInt(depth >= 2 ? 9 : 12);
         return switch (pick) {
             case 0 -> string();
-            case 1 -> F.objectNode().put("type", "integer");
+            case 1 -> {
+                ObjectNode s = F.objectNode().put("type", "integer");
+                switch (random.nextInt(4)) {
+                    case 0 -> s.put("minimum", 0);
+                    case 1 -> s.put("exclusiveMinimum", 0);
+                    case 2 -> s.put("minimum", -9007199254740991L).put("maximum", 9007199254740991L);
+                    default -> { }
+                }
+                yield s;
+            }
             case 2 -> F.objectNode().put("type", "number");
             case 3 -> F.objectNode().put("type", "boolean");
             case 4 -> {
