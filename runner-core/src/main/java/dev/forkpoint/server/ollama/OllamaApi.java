@@ -239,16 +239,21 @@ public final class OllamaApi implements ServerApi {
      * is a 400 naming format.
      */
     static GrammarNode format(JsonNode format) {
+        return format(format, "format");
+    }
+
+    /** {@link #format(JsonNode)} for a field of another name (the runner protocol's "Format"). */
+    public static GrammarNode format(JsonNode format, String field) {
         if (format == null || format.isNull() || (format.isTextual() && format.asText().isEmpty())) return null;
         if (format.isTextual()) {
             if (format.asText().equals("json")) return JsonSchemaGrammar.anyObject();
-            throw new BadFieldException("format", "format must be \"json\" or a JSON schema object, got \"" + format.asText() + "\"");
+            throw new BadFieldException(field, field + " must be \"json\" or a JSON schema object, got \"" + format.asText() + "\"");
         }
-        if (!format.isObject()) throw new BadFieldException("format", "format must be \"json\" or a JSON schema object, got " + Json.describe(format));
+        if (!format.isObject()) throw new BadFieldException(field, field + " must be \"json\" or a JSON schema object, got " + Json.describe(format));
         try {
             return JsonSchemaGrammar.compile(format);
         } catch (dev.forkpoint.InvalidInputException e) {
-            throw new BadFieldException("format", "format: " + e.getMessage());
+            throw new BadFieldException(field, field + ": " + e.getMessage());
         }
     }
 
