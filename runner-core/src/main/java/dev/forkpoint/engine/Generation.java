@@ -132,6 +132,9 @@ final class Generation {
         }
         int maxNew = numPredict < 0 ? numCtx - prompt.length : numPredict;   // 0: evaluate the prompt, generate nothing
         int[] boundaries = checkedBoundaries(request.messageBoundaries(), prompt.length);
+        // structured output: the vocabulary's token tries are built here, on the caller's thread, once per tokenizer
+        // (about a second for 150,000 tokens), not in the middle of a decode step that other sequences share
+        if (request.grammar() != null) dev.forkpoint.sampling.structured.TokenTrie.of(tokenizer);
         model.requireFits(prompt.length + maxNew, "prompt (" + prompt.length + " tokens) + "
                 + (numPredict < 0 ? "generation up to num_ctx " + numCtx : "num_predict (" + numPredict + ")"));
         return new Plan(options, numCtx, numBatch, prompt, maxNew, boundaries);

@@ -71,8 +71,7 @@ public final class TokenConstraint {
             for (int id : vocab.endOfGeneration) mask[id >>> 6] |= 1L << id;
         } else if (!any) {
             throw new InvalidInputException("structured output: no token of this model's vocabulary can continue the output "
-                    + "(the schema needs characters the vocabulary cannot spell) after "
-                    + new String(text.toByteArray(), java.nio.charset.StandardCharsets.UTF_8) + " " + java.util.HexFormat.of().formatHex(text.toByteArray()));
+                    + "(the schema needs characters the vocabulary cannot spell) after \"" + tail() + "\"");
         }
         return mask;
     }
@@ -88,6 +87,13 @@ public final class TokenConstraint {
             }
             if (t.edgeStart[child] < t.edgeStart[child + 1]) walk(t, child, next, mask);
         }
+    }
+
+    /** The last bytes of the output so far, as text, for messages. */
+    private String tail() {
+        byte[] b = text.toByteArray();
+        int from = Math.max(0, b.length - 120);
+        return (from > 0 ? "…" : "") + new String(b, from, b.length - from, java.nio.charset.StandardCharsets.UTF_8);
     }
 
     /** Whether token {@code id} may come next. */

@@ -8,7 +8,7 @@ import java.util.SplittableRandom;
 
 /**
  * Seeded random JSON schemas over the supported keywords, small enough that any output matching one is short:
- * nesting at most 3 deep, at most 3 properties, arrays of at most 2 items, strings of at most 6 characters (or a
+ * nesting at most 3 deep, at most 3 properties (2 below the top), arrays of at most 2 items, strings of at most 4 characters (or a
  * bounded pattern), so a random model cannot run past a few hundred tokens before the grammar closes the document.
  */
 final class RandomSchemas {
@@ -94,7 +94,7 @@ final class RandomSchemas {
         if (random.nextInt(3) == 0) {
             s.put("pattern", PATTERNS[random.nextInt(PATTERNS.length)]);
         } else {
-            int max = random.nextInt(7);
+            int max = random.nextInt(5);
             s.put("maxLength", max);
             if (random.nextBoolean()) s.put("minLength", random.nextInt(max + 1));
         }
@@ -105,7 +105,7 @@ final class RandomSchemas {
         ObjectNode s = F.objectNode().put("type", "object");
         ObjectNode props = s.putObject("properties");
         ArrayNode required = s.putArray("required");
-        int n = 1 + random.nextInt(3);
+        int n = 1 + random.nextInt(depth == 0 ? 3 : 2);
         for (int i = 0; i < n; i++) {
             String name = new String[] {"name", "age", "tags", "ok", "x y", "ünï", "q\"uote"}[random.nextInt(7)] + i;
             props.set(name, schema(depth));
