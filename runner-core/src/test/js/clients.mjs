@@ -12,6 +12,8 @@
 import { Ollama } from 'ollama';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
+import { z } from 'zod';
+import { zodFunction, zodResponseFormat } from 'openai/helpers/zod';
 
 const [baseUrl, alias, thinkingModel, expectedThinking, expectedAnswer] = process.argv.slice(2);
 if (!baseUrl || !alias) {
@@ -227,6 +229,59 @@ check('dimensions 8: the first 8 components renormalised, on both', oDims.embedd
     && maxDiff(aDims.data[0].embedding, oDims.embeddings[0]) < 1e-6
     && maxDiff(oDims.embeddings[0], oEmbed.embeddings[0].slice(0, 8).map(x => x / norm(oEmbed.embeddings[0].slice(0, 8)))) < 1e-6,
     JSON.stringify(oDims.embeddings[0]));
+
+// --- structured outputs: each client's own way of asking for a schema, the reply checked by zod ---
+const Pet = z.object({
+    name: z.string().max(10), age: z.number().int(), kind: z.enum(['cat', 'dog', 'bird']),
+    tags: z.array(z.string().max(5)).max(2), owner: z.string().max(8).nullable(),
+});
+const petFormat = zodResponseFormat(Pet, 'pet');
+const petSchema = petFormat.json_schema.schema;
+const SO_TOKENS = 200;
+const oPetReply = await ollama.chat({ model, messages, format: petSchema, stream: false, options: { temperature: 0, num_predict: SO_TOKENS } });
+const oPet = Pet.safeParse(JSON.parse(oPetReply.message.content));
+check('ollama format: schema → a valid object', oPetReply.done_reason === 'stop' && oPet.success, oPetReply.message.content);
+let oPetStreamed = '';
+for await (const part of await ollama.chat({ model, messages, format: petSchema, stream: true, options: { temperature: 0, num_predict: SO_TOKENS } })) {
+    oPetStreamed += part.message.content;
+}
+same('ollama format: schema streamed == not streamed', oPetStreamed, oPetReply.message.content);
+const oJson = await ollama.generate({ model, prompt, format: 'json', stream: false, options: { temperature: 0, num_predict: 16 } });
+check('ollama format: "json" → an object (or its start, cut by num_predict)', oJson.response.trimStart().startsWith('{')
+    && (oJson.done_reason === 'length' || typeof JSON.parse(oJson.response) === 'object'), JSON.stringify(oJson));
+
+const parsedPet = await openai.chat.completions.parse({ model, messages, temperature: 0, max_tokens: SO_TOKENS, response_format: petFormat });
+check('openai zodResponseFormat + parse → message.parsed', Pet.safeParse(parsedPet.choices[0].message.parsed).success,
+    JSON.stringify(parsedPet.choices[0].message));
+same('openai parsed == ollama format (greedy, same schema)', parsedPet.choices[0].message.parsed, oPet.data);
+const petStream = openai.chat.completions.stream({ model, messages, temperature: 0, max_tokens: SO_TOKENS, response_format: petFormat });
+const petStreamed = await petStream.finalChatCompletion();
+same('openai structured stream → the same parsed object', petStreamed.choices[0].message.parsed, parsedPet.choices[0].message.parsed);
+
+const Weather = z.object({ city: z.string().max(10), unit: z.enum(['C', 'F']) });
+const forcedCall = await openai.chat.completions.parse({
+    model, messages, temperature: 0, max_tokens: SO_TOKENS, tools: [zodFunction({ name: 'get_weather', parameters: Weather })],
+    tool_choice: { type: 'function', function: { name: 'get_weather' } },
+});
+const call = forcedCall.choices[0].message.tool_calls?.[0];
+check('openai forced tool (zodFunction) → parsed_arguments', forcedCall.choices[0].finish_reason === 'tool_calls'
+    && call?.function.name === 'get_weather' && Weather.safeParse(call.function.parsed_arguments).success, JSON.stringify(forcedCall.choices[0]));
+
+const weatherSchema = zodFunction({ name: 'get_weather', parameters: Weather }).function.parameters;
+const toolMsg = await anthropic.messages.create({
+    model, max_tokens: SO_TOKENS, temperature: 0, messages,
+    tools: [{ name: 'get_weather', description: 'The weather in a city', input_schema: weatherSchema }],
+    tool_choice: { type: 'tool', name: 'get_weather' },
+});
+const toolUse = toolMsg.content.find(b => b.type === 'tool_use');
+check('anthropic forced tool → a tool_use block with valid input', toolMsg.stop_reason === 'tool_use' && toolUse?.name === 'get_weather'
+    && Weather.safeParse(toolUse.input).success, JSON.stringify(toolMsg.content));
+const toolStream = anthropic.messages.stream({
+    model, max_tokens: SO_TOKENS, temperature: 0, messages,
+    tools: [{ name: 'get_weather', description: 'The weather in a city', input_schema: weatherSchema }], tool_choice: { type: 'any' },
+});
+const toolFinal = await toolStream.finalMessage();
+same('anthropic forced tool streamed == not streamed', toolFinal.content.find(b => b.type === 'tool_use')?.input, toolUse?.input);
 
 // --- errors in each API's own shape ---
 try {

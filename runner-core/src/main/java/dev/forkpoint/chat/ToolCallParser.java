@@ -28,7 +28,7 @@ final class ToolCallParser {
         return switch (format) {
             case NONE -> new AssistantReply(output, List.of());
             case QWEN_XML -> qwen(output);
-            case LLAMA3_JSON -> llama3(output);
+            case LLAMA3_JSON, FORCED -> llama3(output);
         };
     }
 

@@ -10,6 +10,7 @@ import dev.forkpoint.kvcache.SequenceKv;
 import dev.forkpoint.sampling.Sampler;
 import dev.forkpoint.sampling.SamplingOptions;
 import dev.forkpoint.sampling.StopSequences;
+import dev.forkpoint.sampling.structured.TokenConstraint;
 import dev.forkpoint.tokenizer.StreamingDecoder;
 import dev.forkpoint.tokenizer.Tokenizer;
 
@@ -61,6 +62,7 @@ final class Generation {
     private boolean stateMatchesLength;     // start() completed: the recurrent state is the committed tokens' state
 
     private Sampler sampler;
+    private TokenConstraint constraint;   // structured output, or null
     private final StopSequences stops;
     private final StreamingDecoder decoder;
     private final StringBuilder text = new StringBuilder();
@@ -132,6 +134,9 @@ final class Generation {
         }
         int maxNew = numPredict < 0 ? numCtx - prompt.length : numPredict;   // 0: evaluate the prompt, generate nothing
         int[] boundaries = checkedBoundaries(request.messageBoundaries(), prompt.length);
+        // structured output: the vocabulary's token tries are built here, on the caller's thread, once per tokenizer
+        // (about a second for 150,000 tokens), not in the middle of a decode step that other sequences share
+        if (request.grammar() != null) dev.forkpoint.sampling.structured.TokenTrie.of(tokenizer);
         model.requireFits(prompt.length + maxNew, "prompt (" + prompt.length + " tokens) + "
                 + (numPredict < 0 ? "generation up to num_ctx " + numCtx : "num_predict (" + numPredict + ")"));
         return new Plan(options, numCtx, numBatch, prompt, maxNew, boundaries);
@@ -272,6 +277,7 @@ final class Generation {
             return;
         }
         sampler = new Sampler(plan.options(), logits.length);
+        if (request.grammar() != null) constraint = new TokenConstraint(request.grammar(), model.tokenizer());
         accept(logits);
     }
 
@@ -300,19 +306,21 @@ final class Generation {
             if (rawLogits == null || rawLogits.length != logits.length) rawLogits = new float[logits.length];
             System.arraycopy(logits, 0, rawLogits, 0, logits.length);
         }
-        int forced = thinking == null ? -1 : thinking.forcedToken();   // a thinking budget spent: the closing tag
-        int id = forced >= 0 ? forced : sampler.sample(logits, history, historyLength);
+        // a thinking budget spent: the closing tag (not under a grammar, which decides every token itself)
+        int forced = thinking == null || constraint != null ? -1 : thinking.forcedToken();
+        int id = forced >= 0 ? forced : sampler.sample(logits, history, historyLength, constraint == null ? null : constraint.allowed());
         if (tokenizer.isEndOfGeneration(id)) {
             finish("stop");
             return;
         }
+        if (constraint != null) constraint.accept(id);
         history[historyLength++] = id;
         generated++;
         String raw = decoder.push(id);
         if (thinking != null) thinking.generated(raw);
         if (wantsLogprobs) queueLogprob(id, raw);
         emit(stops.accept(raw));
-        if (stops.stopped()) {
+        if (stops.stopped() || constraint != null && constraint.complete()) {
             finish("stop");
         } else if (generated == plan.maxNew() || kv.length() == plan.numCtx()) {
             finish("length");

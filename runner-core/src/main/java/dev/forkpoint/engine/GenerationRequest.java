@@ -1,6 +1,7 @@
 package dev.forkpoint.engine;
 
 import dev.forkpoint.sampling.SamplingOptions;
+import dev.forkpoint.sampling.structured.GrammarNode;
 
 /**
  * One completion: a raw prompt (no chat template applied), sampling options, and the context limits.
@@ -20,9 +21,14 @@ import dev.forkpoint.sampling.SamplingOptions;
  *                          at each position, N ≤ {@link TokenLogprob#MAX_TOP}; anything else is refused naming
  *                          top_logprobs. The APIs check their own limits (and field names) first.
  * @param thinkingBudget    a cap on the reply's thinking block ({@link ThinkingBudget}), or null for none
+ * @param grammar           structured output: the generated text must match this grammar (a JSON schema's,
+ *                          {@link dev.forkpoint.sampling.structured.JsonSchemaGrammar}); tokens that cannot continue a
+ *                          match are masked before sampling, generation ends when the match is complete and cannot be
+ *                          extended (or at an end-of-generation token once it is complete). null = unconstrained.
  */
 public record GenerationRequest(String prompt, SamplingOptions sampling, int numCtx, int numBatch,
-                                int[] messageBoundaries, String cacheSalt, int topLogprobs, ThinkingBudget thinkingBudget) {
+                                int[] messageBoundaries, String cacheSalt, int topLogprobs, ThinkingBudget thinkingBudget,
+                                GrammarNode grammar) {
     /** {@link #topLogprobs()}: no log-probabilities. */
     public static final int LOGPROBS_OFF = -1;
 
@@ -32,15 +38,15 @@ public record GenerationRequest(String prompt, SamplingOptions sampling, int num
 
     private static final int[] NONE = new int[0];
 
-    /** A request without a thinking budget. */
-    public GenerationRequest(String prompt, SamplingOptions sampling, int numCtx, int numBatch, int[] messageBoundaries,
-                             String cacheSalt, int topLogprobs) {
-        this(prompt, sampling, numCtx, numBatch, messageBoundaries, cacheSalt, topLogprobs, null);
-    }
-
     /** A request without log-probabilities. */
     public GenerationRequest(String prompt, SamplingOptions sampling, int numCtx, int numBatch, int[] messageBoundaries, String cacheSalt) {
         this(prompt, sampling, numCtx, numBatch, messageBoundaries, cacheSalt, LOGPROBS_OFF);
+    }
+
+    /** An unconstrained request without a thinking budget. */
+    public GenerationRequest(String prompt, SamplingOptions sampling, int numCtx, int numBatch, int[] messageBoundaries,
+                             String cacheSalt, int topLogprobs) {
+        this(prompt, sampling, numCtx, numBatch, messageBoundaries, cacheSalt, topLogprobs, null, null);
     }
 
     public GenerationRequest {
@@ -59,21 +65,26 @@ public record GenerationRequest(String prompt, SamplingOptions sampling, int num
     }
 
     public GenerationRequest withMessageBoundaries(int... boundaries) {
-        return new GenerationRequest(prompt, sampling, numCtx, numBatch, boundaries, cacheSalt, topLogprobs, thinkingBudget);
+        return new GenerationRequest(prompt, sampling, numCtx, numBatch, boundaries, cacheSalt, topLogprobs, thinkingBudget, grammar);
     }
 
     public GenerationRequest withCacheSalt(String salt) {
-        return new GenerationRequest(prompt, sampling, numCtx, numBatch, messageBoundaries, salt, topLogprobs, thinkingBudget);
+        return new GenerationRequest(prompt, sampling, numCtx, numBatch, messageBoundaries, salt, topLogprobs, thinkingBudget, grammar);
     }
 
     /** This request with log-probabilities: {@link #LOGPROBS_OFF}, 0 (the chosen token's) or N alternatives too. */
     public GenerationRequest withTopLogprobs(int n) {
-        return new GenerationRequest(prompt, sampling, numCtx, numBatch, messageBoundaries, cacheSalt, n, thinkingBudget);
+        return new GenerationRequest(prompt, sampling, numCtx, numBatch, messageBoundaries, cacheSalt, n, thinkingBudget, grammar);
+    }
+
+    /** This request with its output constrained to {@code grammar} (null: unconstrained). */
+    public GenerationRequest withGrammar(GrammarNode grammar) {
+        return new GenerationRequest(prompt, sampling, numCtx, numBatch, messageBoundaries, cacheSalt, topLogprobs, thinkingBudget, grammar);
     }
 
     /** This request with a cap on its thinking block (null = none). */
     public GenerationRequest withThinkingBudget(ThinkingBudget budget) {
-        return new GenerationRequest(prompt, sampling, numCtx, numBatch, messageBoundaries, cacheSalt, topLogprobs, budget);
+        return new GenerationRequest(prompt, sampling, numCtx, numBatch, messageBoundaries, cacheSalt, topLogprobs, budget, grammar);
     }
 
     /** Whether log-probabilities are asked for. */

@@ -98,6 +98,16 @@ public final class Sampler {
      *                                  the vocabulary (the engine's own contract)
      */
     public int sample(float[] logits, int[] history, int historyLength) {
+        return sample(logits, history, historyLength, null);
+    }
+
+    /**
+     * {@link #sample(float[], int[], int)} among the tokens {@code allowed} holds (a bit set over the ids, bit i of word
+     * i / 64; null = all): every other logit is set to −∞ first, before the penalties, top_k, top_p, min_p and the
+     * temperature, so greedy picks the best allowed token and a draw never lands outside the set.
+     */
+    public int sample(float[] logits, int[] history, int historyLength, long[] allowed) {
+        if (allowed != null) dev.forkpoint.sampling.structured.TokenConstraint.apply(logits, allowed);
         applyPenalties(logits, history, historyLength);
         if (greedy) return argmax(logits);
         int n = filter(logits);

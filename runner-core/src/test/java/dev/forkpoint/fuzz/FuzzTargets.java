@@ -35,6 +35,7 @@ public final class FuzzTargets {
             new Target("anthropic", "dev.forkpoint.server.anthropic.AnthropicRequestsFuzzTest", "request", "Anthropic request bodies, blocks and tools"),
             new Target("runner", "dev.forkpoint.server.runner.RunnerRequestsFuzzTest", "request", "Ollama runner protocol bodies"),
             new Target("sampler", "dev.forkpoint.sampling.SamplerFuzzTest", "sample", "sampling options, logits (NaN, infinities) and history"),
+            new Target("json-schema", "dev.forkpoint.sampling.structured.SchemaGrammarFuzzTest", "compileAndMatch", "JSON schemas and patterns compiled to grammars, matched and masked"),
             new Target("stop-strings", "dev.forkpoint.sampling.SamplerFuzzTest", "stops", "stop strings over text pieces, against the contract"),
             new Target("server", "dev.forkpoint.server.ServerFuzzTest", "request", "requests to a live server on all four APIs: never a 500"),
             new Target("generation", "dev.forkpoint.engine.GenerationFuzzTest", "request", "generation requests on stories260K with an evicting cache"));

@@ -19,14 +19,10 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 /**
  * The official JavaScript clients (npm: ollama, openai, @anthropic-ai/sdk, pinned in src/test/js/package.json) against a
  * live server: {@code src/test/js/clients.mjs} cross-checks the three APIs (greedy text equal across APIs and between
-<<<<<<< HEAD
- * streamed and not, usage consistent, errors in each API's shape), and each client's view of thinking on a second
- * model (stories260K with Qwen3's template, its replies scripted to one thinking block and an answer).
- * {@code ./forkpoint test} installs the clients with {@code npm ci}; without Node.js the test is skipped, saying why.
-=======
- * streamed and not, usage consistent, embeddings equal between the ollama and openai clients, errors in each API's shape). {@code ./forkpoint test} installs the clients with
- * {@code npm ci}; without Node.js the test is skipped, saying why.
->>>>>>> embeddings
+ * streamed and not, usage consistent, embeddings equal between the ollama and openai clients, errors in each API's
+ * shape), and each client's view of thinking on a second model (stories260K with Qwen3's template, its replies scripted
+ * to one thinking block and an answer). {@code ./forkpoint test} installs the clients with {@code npm ci}; without
+ * Node.js the test is skipped, saying why.
  */
 class JsClientLibrariesTest {
     static final Path JS = Path.of("src/test/js").toAbsolutePath();

@@ -51,6 +51,19 @@ class RunnerProtocolTest {
     }
 
     @Test
+    void formatConstrainsTheCompletionAndGrammarIsRefused() throws Exception {
+        var r = h.post("/v1/completions", "{\"Prompt\":\"Once upon a time\",\"Format\":" + StructuredOutputsTest.SCHEMA
+                + ",\"Options\":{\"temperature\":0,\"num_predict\":300}}", AUTH);
+        assertEquals(200, r.statusCode(), r.body());
+        StringBuilder text = new StringBuilder();
+        for (String l : r.body().lines().filter(l -> !l.isEmpty()).toList()) text.append(ServerHarness.JSON.readTree(l).path("Content").asText(""));
+        StructuredOutputsTest.valid(StructuredOutputsTest.SCHEMA, text.toString());
+        var g = h.post("/v1/completions", "{\"Prompt\":\"x\",\"Grammar\":\"root ::= \\\"a\\\"\"}", AUTH);
+        assertEquals(400, g.statusCode(), g.body());
+        assertTrue(g.body().contains("Grammar"), g.body());
+    }
+
+    @Test
     void statusTokenizeAndRedirects() throws Exception {
         var status = h.http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(h.url("/v1/status"))).headers(AUTH).GET().build(),
                 java.net.http.HttpResponse.BodyHandlers.ofString());

@@ -209,6 +209,33 @@ class ThinkingTest {
         }
     }
 
+    /**
+     * A grammar decides a constrained reply from its first token: a thinking model renders with thinking off (its
+     * template closes the empty block in the prompt) and the reply is the constrained content, with no thinking field;
+     * asking for thinking beside a grammar is refused naming the thinking field, on every API.
+     */
+    @Test
+    void aConstrainedReplyHoldsNoThinking() throws Exception {
+        String schema = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"boolean\"}},\"required\":[\"a\"]}";
+        String hi = "\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]";
+        script(REPLY);
+        JsonNode m = h.postJson("/api/chat", "{\"model\":\"" + FILE + "\",\"stream\":false,\"format\":" + schema + ","
+                + "\"options\":{\"temperature\":0,\"num_predict\":40}," + hi + "}").get("message");
+        assertFalse(m.has("thinking"), m.toString());
+        assertTrue(ServerHarness.json(m.get("content").asText()).get("a").isBoolean(), m.toString());
+        HttpResponse<String> r = h.post("/api/chat", "{\"model\":\"" + FILE + "\",\"think\":true,\"format\":\"json\"," + hi + "}");
+        assertEquals(400, r.statusCode(), r.body());
+        assertTrue(r.body().contains("think cannot be combined with format"), r.body());
+        r = h.post("/v1/chat/completions", "{\"model\":\"" + FILE + "\",\"reasoning_effort\":\"high\","
+                + "\"response_format\":{\"type\":\"json_object\"}," + hi + "}");
+        assertEquals(400, r.statusCode(), r.body());
+        assertEquals("reasoning_effort", ServerHarness.json(r.body()).get("error").get("param").asText(), r.body());
+        r = h.post("/v1/messages", "{\"model\":\"" + FILE + "\",\"max_tokens\":2000,\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":1024},"
+                + "\"tools\":[{\"name\":\"f\",\"input_schema\":" + schema + "}],\"tool_choice\":{\"type\":\"any\"}," + hi + "}");
+        assertEquals(400, r.statusCode(), r.body());
+        assertTrue(r.body().contains("thinking cannot be combined with a forced tool_choice"), r.body());
+    }
+
     @Test
     void aModelThatCannotThink() throws Exception {
         HttpResponse<String> r = plain.post("/api/chat", "{\"model\":\"" + PLAIN + "\",\"think\":true,\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}");

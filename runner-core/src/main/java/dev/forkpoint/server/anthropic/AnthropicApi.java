@@ -8,6 +8,9 @@ import dev.forkpoint.chat.ChatMessage;
 import dev.forkpoint.chat.ReplyFormat;
 import dev.forkpoint.chat.ThinkMode;
 import dev.forkpoint.chat.ToolCall;
+import dev.forkpoint.sampling.structured.GrammarNode;
+import dev.forkpoint.server.ConstrainedReply;
+import dev.forkpoint.server.ForcedToolCalls;
 import dev.forkpoint.chat.ToolDefinition;
 import dev.forkpoint.engine.GenerationCancelledException;
 import dev.forkpoint.engine.GenerationEvent;
@@ -57,7 +60,14 @@ import java.util.UUID;
  * Enabled for a model that cannot think, it is relaxed, as Ollama relaxes it for this API: that model simply uses
  * none of the budget. A thinking block of an assistant message goes back to the template as its thinking.
  *
- * <p>Refused with a 400 naming the field rather than ignored: a missing {@code max_tokens}, forced tool choice ({@code any}, {@code tool}), image and document blocks. A prompt plus {@code max_tokens} beyond
+ * <p>A forced tool choice ({@code any}: one of the tools, {@code tool}: the named one) constrains the output to a call
+ * whose input is valid against the tool's {@code input_schema} ({@link ForcedToolCalls}; the output is that call alone, so it holds no thinking): the reply is that
+ * {@code tool_use} block ({@code stop_reason: "tool_use"}); cut short by {@code max_tokens}, what was generated comes
+ * back as text with {@code stop_reason: "max_tokens"}. An input schema structured outputs cannot follow is a 400 naming
+ * its keyword.
+ *
+ * <p>Refused with a 400 naming the field rather than ignored: a missing {@code max_tokens}, image and document blocks.
+ * A prompt plus {@code max_tokens} beyond
  * the model's context is refused naming the field.
  */
 public final class AnthropicApi implements ServerApi {
@@ -105,15 +115,18 @@ public final class AnthropicApi implements ServerApi {
         ThinkMode think = MessageMapping.thinking(req.thinking(), req.maxTokens());
         List<ChatMessage> messages = MessageMapping.messages(req.system(), req.messages());
         List<ToolDefinition> tools = MessageMapping.tools(req.tools(), req.toolChoice());
+        List<ToolDefinition> forced = MessageMapping.forcedTools(req.toolChoice(), tools);
+        GrammarNode grammar = forced == null ? null : ForcedToolCalls.grammar(forced, "tools[%d].input_schema", tools);
+        think = ConstrainedReply.think(think, grammar, "thinking", "a forced tool_choice");
         SamplingOptions sampling = sampling(req);
         try (ModelLease lease = core.models().acquire(req.model(), null)) {
             ServedModel model = lease.model();
             ServedModel.ChatPrompt chat = model.renderChat(messages, tools, 0, "messages", relaxed(model, think));
             checkContext(model, chat.prompt(), req.maxTokens());
-            GenerationRequest request = chat.request(sampling, 0, GenerationRequest.NUM_BATCH_DEFAULT, "");
+            GenerationRequest request = chat.request(sampling, 0, GenerationRequest.NUM_BATCH_DEFAULT, "").withGrammar(grammar);
             int budget = MessageMapping.thinkingBudget(req.thinking());
-            if (budget > 0) request = request.withThinkingBudget(model.thinkingBudget(chat, budget));
-            Reply reply = new Reply(model.name(), chat.reply());
+            if (budget > 0 && forced == null) request = request.withThinkingBudget(model.thinkingBudget(chat, budget));
+            Reply reply = new Reply(model.name(), forced != null ? ForcedToolCalls.REPLY : chat.reply());
             Completion completion = model.submit(request);   // 400 / 503 here, before anything is sent
             if (Boolean.TRUE.equals(req.stream())) stream(ctx, completion, reply);
             else {

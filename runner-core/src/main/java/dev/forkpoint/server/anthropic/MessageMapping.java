@@ -172,16 +172,30 @@ final class MessageMapping {
         return s.toString();
     }
 
-    /** The tools offered (none when tool_choice is "none"); forcing a tool ("any", "tool") is refused. */
+    /**
+     * The tools a forced {@code tool_choice} allows — all of them for "any", the named one for "tool" — or null when the
+     * choice is not forced ("auto", "none", absent). Checked by {@link #tools} first.
+     */
+    static List<ToolDefinition> forcedTools(JsonNode toolChoice, List<ToolDefinition> tools) {
+        if (toolChoice == null || toolChoice.isNull()) return null;
+        String type = toolChoice.get("type").asText();
+        if (!type.equals("any") && !type.equals("tool")) return null;
+        if (tools.isEmpty()) throw new BadFieldException("tool_choice", "tool_choice \"" + type + "\" forces a tool call, but no tools are given");
+        if (type.equals("any")) return tools;
+        String name = textField(toolChoice, "name", "tool_choice");
+        for (ToolDefinition t : tools) if (t.name().equals(name)) return List.of(t);
+        throw new BadFieldException("tool_choice.name", "tool_choice.name \"" + name + "\" is not one of the tools given");
+    }
+
+    /** The tools offered (none when tool_choice is "none"). */
     static List<ToolDefinition> tools(List<JsonNode> tools, JsonNode toolChoice) {
         if (toolChoice != null && !toolChoice.isNull()) {
             if (!toolChoice.isObject()) throw new BadFieldException("tool_choice", "tool_choice must be an object, got " + Json.describe(toolChoice));
             String type = textField(toolChoice, "type", "tool_choice");
             switch (type) {
                 case "none" -> { return List.of(); }
-                case "auto" -> { }
-                case "any", "tool" -> throw new BadFieldException("tool_choice.type", "tool_choice.type \"" + type
-                        + "\" is not supported yet: forcing a tool call needs constrained decoding; use \"auto\" or \"none\"");
+                case "auto", "any" -> { }
+                case "tool" -> textField(toolChoice, "name", "tool_choice");
                 default -> throw new BadFieldException("tool_choice.type", "tool_choice.type must be auto, any, tool or none, got \"" + type + "\"");
             }
         }

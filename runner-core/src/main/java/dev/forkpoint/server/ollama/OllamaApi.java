@@ -14,10 +14,13 @@ import dev.forkpoint.engine.GenerationEvent;
 import dev.forkpoint.engine.GenerationRequest;
 import dev.forkpoint.engine.GenerationResult;
 import dev.forkpoint.engine.ModelInfo;
+import dev.forkpoint.sampling.structured.GrammarNode;
+import dev.forkpoint.sampling.structured.JsonSchemaGrammar;
 import dev.forkpoint.server.ApiError;
 import dev.forkpoint.server.BadFieldException;
 import dev.forkpoint.server.ClientGoneException;
 import dev.forkpoint.server.Completion;
+import dev.forkpoint.server.ConstrainedReply;
 import dev.forkpoint.server.Embeddings;
 import dev.forkpoint.server.EventStream;
 import dev.forkpoint.server.Json;
@@ -56,20 +59,19 @@ import java.util.Map;
  * an assistant message's {@code thinking} goes back to the template. Asking a model that cannot think is a 400
  * ({@code "<model>" does not support thinking}), as in Ollama.
  *
- * <p>Refused with a 400 naming the field rather than ignored: {@code format} (JSON mode / schema: no constrained
-<<<<<<< HEAD
- * decoding yet), {@code images}, {@code suffix}, {@code template}, {@code context}.
- * Model management ({@code pull}, {@code push}, {@code create}, {@code copy}, {@code delete}) and embeddings answer 501.
-=======
- * decoding yet), {@code images}, {@code suffix}, {@code template}, {@code context}, {@code think: true}.
- * Model management ({@code pull}, {@code push}, {@code create}, {@code copy}, {@code delete}) answers 501.
+ * <p>{@code format}: "json" (any JSON object) or a JSON schema: the output is constrained to it token by token
+ * ({@link JsonSchemaGrammar}); a schema keyword that is not supported is a 400 naming it. A constrained reply holds no
+ * thinking ({@link dev.forkpoint.server.ConstrainedReply}: rendered with thinking off; {@code think: true} beside a
+ * format is a 400).
  *
  * <p>Embeddings ({@link dev.forkpoint.server.Embeddings}): {@code POST /api/embed} ({@code input} a string or an array
  * of strings, {@code truncate} (default true), {@code dimensions}, {@code options}, {@code keep_alive} →
  * {@code {model, embeddings, total_duration, load_duration, prompt_eval_count}}, L2-normalised) and the legacy
  * {@code POST /api/embeddings} ({@code prompt} → {@code {embedding}}, not normalised, as Ollama's legacy route; an
  * empty prompt only loads the model and returns an empty vector; a prompt beyond num_ctx is refused, never cut).
->>>>>>> embeddings
+ *
+ * <p>Refused with a 400 naming the field rather than ignored: {@code images}, {@code suffix}, {@code template},
+ * {@code context}. Model management ({@code pull}, {@code push}, {@code create}, {@code copy}, {@code delete}) answers 501.
  */
 public final class OllamaApi implements ServerApi {
     private static final JsonNodeFactory F = JsonNodeFactory.instance;
@@ -157,8 +159,8 @@ public final class OllamaApi implements ServerApi {
         long t0 = System.nanoTime();
         var req = Json.read(ctx, OllamaRequests.Generate.class);
         int topLogprobs = req.engineTopLogprobs();
-        refuseFormat(req.format());
-        ThinkMode think = think(req.think());
+        GrammarNode grammar = format(req.format());
+        ThinkMode think = ConstrainedReply.think(think(req.think()), grammar, "think", "format");
         if (req.images() != null && !req.images().isEmpty()) throw new BadFieldException("images", "images are not supported: Forkpoint runs text models only");
         if (req.suffix() != null && !req.suffix().isEmpty()) throw new BadFieldException("suffix", "suffix (fill-in-the-middle) is not supported");
         if (req.template() != null && !req.template().isEmpty()) throw new BadFieldException("template", "template overrides are not supported; the model's own chat template is used (or raw: true)");
@@ -192,7 +194,8 @@ public final class OllamaApi implements ServerApi {
                 request = chat.request(options.sampling(), options.numCtx(), options.numBatch(), "");
                 format = chat.reply();
             }
-            request = request.withTopLogprobs(topLogprobs);
+            request = request.withTopLogprobs(topLogprobs).withGrammar(grammar);
+            format = ConstrainedReply.format(format, grammar, false);
             Shape shape = (chunk, thinking, content, calls) -> {
                 chunk.put("response", content);
                 if (!thinking.isEmpty()) chunk.put("thinking", thinking);
@@ -207,8 +210,8 @@ public final class OllamaApi implements ServerApi {
         long t0 = System.nanoTime();
         var req = Json.read(ctx, OllamaRequests.Chat.class);
         int topLogprobs = req.engineTopLogprobs();
-        refuseFormat(req.format());
-        ThinkMode think = think(req.think());
+        GrammarNode grammar = format(req.format());
+        ThinkMode think = ConstrainedReply.think(think(req.think()), grammar, "think", "format");
         if (req.messages() == null) throw new BadFieldException("messages", "messages is required");
         List<ChatMessage> messages = new ArrayList<>();
         for (int i = 0; i < req.messages().size(); i++) messages.add(message(req.messages().get(i), i));
@@ -231,7 +234,8 @@ public final class OllamaApi implements ServerApi {
             }
             model.requireThinking(think, "think");
             ServedModel.ChatPrompt chat = model.renderChat(messages, tools, options.numCtx(), "messages", think);
-            GenerationRequest request = chat.request(options.sampling(), options.numCtx(), options.numBatch(), "").withTopLogprobs(topLogprobs);
+            GenerationRequest request = chat.request(options.sampling(), options.numCtx(), options.numBatch(), "").withTopLogprobs(topLogprobs)
+                    .withGrammar(grammar);
             Shape shape = (chunk, thinking, content, calls) -> {
                 ObjectNode m = assistant(content);
                 if (!thinking.isEmpty()) m.put("thinking", thinking);
@@ -247,7 +251,7 @@ public final class OllamaApi implements ServerApi {
                 }
                 chunk.set("message", m);
             };
-            respond(ctx, lease, request, stream, t0, chat.reply(), shape);
+            respond(ctx, lease, request, stream, t0, ConstrainedReply.format(chat.reply(), grammar, false), shape);
         }
     }
 
@@ -293,10 +297,28 @@ public final class OllamaApi implements ServerApi {
                 params == null || params.isNull() ? empty : params);
     }
 
-    private static void refuseFormat(JsonNode format) {
-        if (format == null || format.isNull() || (format.isTextual() && format.asText().isEmpty())) return;
-        throw new BadFieldException("format", "format " + (format.isTextual() ? "\"" + format.asText() + "\"" : "(a JSON schema)")
-                + " is not supported yet: Forkpoint has no constrained decoding, so it cannot guarantee JSON output; remove 'format'");
+    /**
+     * {@code format}: absent, null or "" = free text; "json" = any JSON object (as Ollama's JSON mode); an object = a
+     * JSON schema the output must satisfy. Anything else, or a schema with a keyword structured outputs do not support,
+     * is a 400 naming format.
+     */
+    static GrammarNode format(JsonNode format) {
+        return format(format, "format");
+    }
+
+    /** {@link #format(JsonNode)} for a field of another name (the runner protocol's "Format"). */
+    public static GrammarNode format(JsonNode format, String field) {
+        if (format == null || format.isNull() || (format.isTextual() && format.asText().isEmpty())) return null;
+        if (format.isTextual()) {
+            if (format.asText().equals("json")) return JsonSchemaGrammar.anyObject();
+            throw new BadFieldException(field, field + " must be \"json\" or a JSON schema object, got \"" + format.asText() + "\"");
+        }
+        if (!format.isObject()) throw new BadFieldException(field, field + " must be \"json\" or a JSON schema object, got " + Json.describe(format));
+        try {
+            return JsonSchemaGrammar.compile(format);
+        } catch (dev.forkpoint.InvalidInputException e) {
+            throw new BadFieldException(field, field + ": " + e.getMessage());
+        }
     }
 
     /** {@code think}: absent (the model's default), true, false, or a level ("high", "medium", "low", "max": on). */

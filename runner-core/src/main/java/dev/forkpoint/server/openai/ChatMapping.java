@@ -139,13 +139,29 @@ final class ChatMapping {
         }
     }
 
-    /** The tools offered, or none when {@code tool_choice} is "none"; a forced choice is refused (no constrained decoding). */
+    /**
+     * The tools a forced {@code tool_choice} allows — all of them for "required", the named one for
+     * {@code {"type":"function","function":{"name":…}}} — or null when the choice is not forced ("auto", "none", absent).
+     */
+    static List<ToolDefinition> forcedTools(JsonNode toolChoice, List<ToolDefinition> tools) {
+        if (toolChoice == null || toolChoice.isNull() || toolChoice.isTextual() && !toolChoice.asText().equals("required")) return null;
+        if (tools.isEmpty()) throw new BadFieldException("tool_choice", "tool_choice " + Json.describe(toolChoice) + " forces a tool call, but no tools are given");
+        if (toolChoice.isTextual()) return tools;
+        String name = toolChoice.path("function").path("name").asText("");
+        for (ToolDefinition t : tools) if (t.name().equals(name)) return List.of(t);
+        throw new BadFieldException("tool_choice.function.name", "tool_choice.function.name \"" + name + "\" is not one of the tools given");
+    }
+
+    /** The tools offered, or none when {@code tool_choice} is "none". */
     static List<ToolDefinition> tools(List<JsonNode> tools, JsonNode toolChoice) {
         if (toolChoice != null && !toolChoice.isNull()) {
             if (toolChoice.isTextual() && toolChoice.asText().equals("none")) return List.of();
-            if (!(toolChoice.isTextual() && toolChoice.asText().equals("auto"))) {
-                throw new BadFieldException("tool_choice", "tool_choice must be \"auto\" or \"none\", got "
-                        + Json.describe(toolChoice) + ": forcing a tool call needs constrained decoding, which Forkpoint does not have yet");
+            boolean ok = toolChoice.isTextual() && (toolChoice.asText().equals("auto") || toolChoice.asText().equals("required"))
+                    || toolChoice.isObject() && toolChoice.path("type").asText("").equals("function")
+                    && toolChoice.path("function").path("name").isTextual();
+            if (!ok) {
+                throw new BadFieldException("tool_choice", "tool_choice must be \"auto\", \"none\", \"required\" or "
+                        + "{\"type\":\"function\",\"function\":{\"name\":…}}, got " + Json.describe(toolChoice));
             }
         }
         if (tools == null) return List.of();

@@ -9,6 +9,10 @@ import dev.forkpoint.chat.ChatMessage;
 import dev.forkpoint.chat.ReplyFormat;
 import dev.forkpoint.chat.ThinkMode;
 import dev.forkpoint.chat.ToolCall;
+import dev.forkpoint.sampling.structured.GrammarNode;
+import dev.forkpoint.sampling.structured.JsonSchemaGrammar;
+import dev.forkpoint.server.ConstrainedReply;
+import dev.forkpoint.server.ForcedToolCalls;
 import dev.forkpoint.chat.ToolDefinition;
 import dev.forkpoint.engine.GenerationCancelledException;
 import dev.forkpoint.engine.GenerationEvent;
@@ -57,6 +61,13 @@ import java.util.UUID;
  * {@code delta.reasoning_content} / {@code delta.reasoning} while the model thinks (also when tool calls hold the
  * answer back); both are absent when there was no thinking. An assistant message's {@code reasoning_content} (or
  * {@code reasoning}) goes back to the template.
+ *
+ * <p>Structured outputs: {@code response_format} {@code json_object} (any JSON object) or {@code json_schema} (valid
+ * against {@code json_schema.schema}) constrains the content token by token; a forced {@code tool_choice}
+ * ("required", or a named function) constrains the reply to a call whose arguments are valid against the function's
+ * parameters, returned as {@code tool_calls} ({@code finish_reason: "tool_calls"}). A schema keyword structured
+ * outputs do not support is a 400 naming it; both together are a 400. A constrained reply holds no thinking (rendered with thinking off; asked for explicitly
+ * beside a grammar, a 400: {@link ConstrainedReply}).
  *
  * <p>{@code /v1/completions} defaults {@code max_tokens} to 16, as OpenAI does; chat completions generate until the end
  * of the reply or of the context. A prompt plus {@code max_tokens} beyond the context is refused naming the field.
@@ -120,21 +131,28 @@ public final class OpenAiApi implements ServerApi {
 
     private void chat(Context ctx) throws InterruptedException {
         var req = Json.read(ctx, OpenAiRequests.Chat.class);
-        refuseResponseFormat(req.responseFormat());
+        GrammarNode format = responseFormat(req.responseFormat());
         List<ChatMessage> messages = ChatMapping.messages(req.messages());
         List<ToolDefinition> tools = ChatMapping.tools(req.tools(), req.toolChoice());
+        List<ToolDefinition> forced = ChatMapping.forcedTools(req.toolChoice(), tools);
+        if (forced != null && format != null) {
+            throw new BadFieldException("response_format", "response_format cannot be combined with a forced tool_choice (the reply is the tool call)");
+        }
+        if (forced != null) format = ForcedToolCalls.grammar(forced, "tools[%d].function.parameters", tools);
         Integer maxTokens = req.maxCompletionTokens() != null ? req.maxCompletionTokens() : req.maxTokens();
         String maxField = req.maxCompletionTokens() != null ? "max_completion_tokens" : "max_tokens";
         SamplingOptions sampling = OpenAiOptions.sampling(req, maxTokens, maxField);
         int topLogprobs = OpenAiOptions.topLogprobs(req);
-        ThinkMode think = OpenAiOptions.think(req);
+        ThinkMode think = ConstrainedReply.think(OpenAiOptions.think(req), format, OpenAiOptions.thinkField(req),
+                forced != null ? "a forced tool_choice" : "response_format");
         try (ModelLease lease = core.models().acquire(req.model(), null)) {
             ServedModel model = lease.model();
             model.requireThinking(think, OpenAiOptions.thinkField(req));
             ServedModel.ChatPrompt chat = model.renderChat(messages, tools, 0, "messages", think);
             OpenAiOptions.checkContext(model, chat.prompt(), maxTokens, "messages", maxField);
-            GenerationRequest request = chat.request(sampling, 0, GenerationRequest.NUM_BATCH_DEFAULT, "").withTopLogprobs(topLogprobs);
-            Reply reply = new ChatReply(model.name(), chat.reply(), request.wantsLogprobs());
+            GenerationRequest request = chat.request(sampling, 0, GenerationRequest.NUM_BATCH_DEFAULT, "").withTopLogprobs(topLogprobs)
+                    .withGrammar(format);
+            Reply reply = new ChatReply(model.name(), ConstrainedReply.format(chat.reply(), format, forced != null), request.wantsLogprobs());
             respond(ctx, model, request, Boolean.TRUE.equals(req.stream()), includeUsage(req), reply);
         }
     }
@@ -174,12 +192,46 @@ public final class OpenAiApi implements ServerApi {
         return r.streamOptions() != null && Boolean.TRUE.equals(r.streamOptions().includeUsage());
     }
 
-    private static void refuseResponseFormat(JsonNode format) {
-        if (format == null || format.isNull()) return;
+    /**
+     * {@code response_format}: {@code {"type":"text"}} (or absent) = free text; {@code {"type":"json_object"}} = any JSON
+     * object; {@code {"type":"json_schema","json_schema":{"name","schema","strict","description"}}} = output valid
+     * against the schema (no schema: any JSON object). Anything else is a 400 naming the field.
+     */
+    static GrammarNode responseFormat(JsonNode format) {
+        if (format == null || format.isNull()) return null;
+        if (!format.isObject()) throw new BadFieldException("response_format", "response_format must be an object, got " + Json.describe(format));
         JsonNode type = format.get("type");
-        if (format.isObject() && type != null && type.isTextual() && type.asText().equals("text")) return;
-        throw new BadFieldException("response_format", "response_format " + (type != null && type.isTextual() ? "\"" + type.asText() + "\"" : Json.describe(format))
-                + " is not supported yet: Forkpoint has no constrained decoding, so it cannot guarantee JSON output; remove 'response_format'");
+        String t = type != null && type.isTextual() ? type.asText() : null;
+        if (t == null) throw new BadFieldException("response_format.type", "response_format.type must be \"text\", \"json_object\" or \"json_schema\", got " + Json.describe(type));
+        switch (t) {
+            case "text" -> { return null; }
+            case "json_object" -> { return JsonSchemaGrammar.anyObject(); }
+            case "json_schema" -> {
+                JsonNode js = format.get("json_schema");
+                if (js == null || !js.isObject()) {
+                    throw new BadFieldException("response_format.json_schema", "response_format.json_schema must be an object with name and schema, got " + Json.describe(js));
+                }
+                JsonNode name = js.get("name");
+                if (name == null || !name.isTextual() || name.asText().isEmpty()) {
+                    throw new BadFieldException("response_format.json_schema.name", "response_format.json_schema.name must be a non-empty string, got " + Json.describe(name));
+                }
+                JsonNode strict = js.get("strict");
+                if (strict != null && !strict.isNull() && !strict.isBoolean()) {
+                    throw new BadFieldException("response_format.json_schema.strict", "response_format.json_schema.strict must be a boolean, got " + Json.describe(strict));
+                }
+                JsonNode schema = js.get("schema");
+                if (schema == null || schema.isNull()) return JsonSchemaGrammar.anyObject();
+                if (!schema.isObject()) {
+                    throw new BadFieldException("response_format.json_schema.schema", "response_format.json_schema.schema must be a JSON schema object, got " + Json.describe(schema));
+                }
+                try {
+                    return JsonSchemaGrammar.compile(schema);
+                } catch (dev.forkpoint.InvalidInputException e) {
+                    throw new BadFieldException("response_format.json_schema.schema", "response_format.json_schema.schema: " + e.getMessage());
+                }
+            }
+            default -> throw new BadFieldException("response_format.type", "response_format.type must be \"text\", \"json_object\" or \"json_schema\", got \"" + t + "\"");
+        }
     }
 
     // ---- the shared response loop ----

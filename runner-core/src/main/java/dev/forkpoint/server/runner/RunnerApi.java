@@ -32,7 +32,8 @@ import java.util.Map;
  * model (the first {@code --model}, else the store's first), CamelCase JSON.
  * <ul>
  *   <li>{@code GET /v1/status} → {@code {"Status":0,"Progress":100,"ContextLength":N,"Memory":bytes}}
- *   <li>{@code POST /v1/completions} {@code {"Prompt","Media","Options":{snake_case Ollama options},"Logprobs","TopLogprobs"}}
+ *   <li>{@code POST /v1/completions} {@code {"Prompt","Media","Options":{snake_case Ollama options},"Logprobs","TopLogprobs",
+ *       "Format"}} (Format as Ollama's {@code format}: "json" or a JSON schema; a GBNF "Grammar" is refused)
  *       → JSON Lines {@code {"Content","Done"}} … (with {@code "Logprobs":true} each piece also carries
  *       {@code "Logprobs":[{"token","logprob","top_logprobs":[{"token","logprob"}]}]} for its tokens, Ollama's
  *       {@code llm.Logprob}; TopLogprobs 0–20), last {@code {"Done":true,"DoneReason":0 stop|1 length,
@@ -52,7 +53,8 @@ public final class RunnerApi implements ServerApi {
 
     record CompletionRequest(@JsonProperty("Prompt") String prompt, @JsonProperty("Media") List<JsonNode> media,
                              @JsonProperty("Options") Map<String, Object> options, @JsonProperty("Logprobs") Boolean logprobs,
-                             @JsonProperty("TopLogprobs") Integer topLogprobs) {}
+                             @JsonProperty("TopLogprobs") Integer topLogprobs, @JsonProperty("Format") JsonNode format,
+                             @JsonProperty("Grammar") String grammar) {}
 
     /** Whether a request body is the runner protocol's (CamelCase "Prompt"). */
     public static boolean claims(JsonNode body) {
@@ -94,12 +96,16 @@ public final class RunnerApi implements ServerApi {
         var req = Json.read(ctx, CompletionRequest.class);
         if (req.prompt() == null) throw new BadFieldException("Prompt", "Prompt is required");
         if (req.media() != null && !req.media().isEmpty()) throw new BadFieldException("Media", "Media is not supported: Forkpoint runs text models only");
+        if (req.grammar() != null && !req.grammar().isEmpty()) {
+            throw new BadFieldException("Grammar", "Grammar (GBNF) is not supported; send Format: \"json\" or a JSON schema");
+        }
+        var format = dev.forkpoint.server.ollama.OllamaApi.format(req.format(), "Format");
         int top = req.topLogprobs() == null ? 0 : dev.forkpoint.server.LogprobJson.checkTop("TopLogprobs", req.topLogprobs(), 20);
         int topLogprobs = Boolean.TRUE.equals(req.logprobs()) ? top : GenerationRequest.LOGPROBS_OFF;
         var options = dev.forkpoint.server.ollama.OllamaOptions.parse(req.options());
         try (ModelLease lease = core.models().acquireDefault()) {
             GenerationRequest request = new GenerationRequest(req.prompt(), options.sampling(), options.numCtx(), options.numBatch())
-                    .withTopLogprobs(topLogprobs);
+                    .withTopLogprobs(topLogprobs).withGrammar(format);
             Completion completion = lease.model().submit(request);
             try (EventStream out = EventStream.ndjson(ctx, completion)) {
                 for (GenerationEvent e; (e = out.next()) != null; ) {

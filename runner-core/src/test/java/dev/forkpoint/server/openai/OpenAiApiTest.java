@@ -242,7 +242,10 @@ class OpenAiApiTest {
                 new Case("/v1/chat/completions", msg("\"temperature\":3"), 400, "temperature"),
                 new Case("/v1/chat/completions", msg("\"max_tokens\":1.5"), 400, "max_tokens"),
                 new Case("/v1/chat/completions", msg("\"n\":2"), 400, "n"),
-                new Case("/v1/chat/completions", msg("\"response_format\":{\"type\":\"json_object\"}"), 400, "response_format"),
+                new Case("/v1/chat/completions", msg("\"response_format\":{\"type\":\"xml\"}"), 400, "response_format.type"),
+                new Case("/v1/chat/completions", msg("\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\",\"schema\":{\"allOf\":[]}}}"), 400, "response_format.json_schema.schema"),
+                new Case("/v1/chat/completions", msg("\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"nope\"}},"
+                        + "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]"), 400, "tool_choice.function.name"),
                 new Case("/v1/chat/completions", msg("\"stop\":[\"a\",7]"), 400, "stop[1]"),
                 new Case("/v1/chat/completions", msg("\"tool_choice\":\"required\""), 400, "tool_choice"),
                 new Case("/v1/chat/completions", "{\"model\":\"stories260K\"}", 400, "messages"),
