@@ -22,9 +22,16 @@ final class CpuOps implements Ops {
     private static final ByteOrder NATIVE = ByteOrder.nativeOrder();
 
     private final WorkerPool pool;
+    private final NativeKernels kernels;   // null: attention in Java
 
     CpuOps(WorkerPool pool) {
+        this(pool, null);
+    }
+
+    /** Ops whose attention runs on the native kernel when {@code kernels} is not null. */
+    CpuOps(WorkerPool pool, NativeKernels kernels) {
         this.pool = pool;
+        this.kernels = kernels;
     }
 
     private static CpuActivation cpu(Activation a) { return (CpuActivation) a; }
@@ -165,7 +172,7 @@ final class CpuOps implements Ops {
             length[t] = positionOf[t] + 1;
         }
         float[] out = new float[tokens * heads * headDim];
-        new CpuAttention(heads, kvHeads, headDim).attend(qa.data(), rows, length, out, pool);
+        new CpuAttention(heads, kvHeads, headDim, kernels).attend(qa.data(), rows, length, out, pool);
         return new CpuActivation(out, tokens, heads * headDim);
     }
 
