@@ -52,7 +52,7 @@ typedef struct {
     int count;
     const int64_t* kpages;
     const int64_t* vpages;
-    int page_tokens, f16, heads, kvh, hd, hdp, group, kvdim, next_block_end;
+    int page_tokens, f16, heads, kvh, hd, hdp, group, kvdim, next_block_end, max_length;
     int64_t row_bytes;
     float scale;
 } fa_args;
@@ -83,6 +83,8 @@ static inline void fa_init(fa_args* a, const float* q, const int32_t* rows, cons
     a->row_bytes = (int64_t)a->kvdim * (f16 ? 2 : 4);
     a->scale = scale;
     a->next_block_end = next_block_end;
+    a->max_length = 0;
+    for (int r = 0; r < count; r++) if (lengths[r] > a->max_length) a->max_length = lengths[r];
 }
 
 /* The stored row of position p. */

@@ -19,34 +19,77 @@
 #define FA_CAT(a, b) FA_CAT2(a, b)
 #define FA(name) FA_CAT(name, FA_SUFFIX)
 
-/* out[j] = (q · k_j) · scale for the W keys krow[0 … W): per key an FMA chain over the head's vectors, then the tree. */
-FA_TARGET static inline void FA(scores)(const float* q, const float* const* krow, int hd, float scale, float* out) {
+/* W floats from element c of a stored row (F32, or F16 converted), all or the first n. */
+#define FA_LD(row, c, f16) ((f16) ? VLOADH((const uint16_t*)(row) + (c)) : VLOAD((const float*)(row) + (c)))
+#define FA_LDM(row, c, n, f16) ((f16) ? VLOADHM((const uint16_t*)(row) + (c), (n)) : VLOADM((const float*)(row) + (c), (n)))
+
+/*
+ * outs[s][at + k] = (q_s · k_k) · scale for ns slots (row, head) of one KV head and W / ns keys krow[k] (the head's
+ * part of each stored row): per (slot, key) one FMA chain over the head's vectors, then the lanes' tree; each K vector
+ * loaded serves the ns slots. The bits of a score do not depend on ns.
+ */
+FA_TARGET static inline __attribute__((always_inline)) void FA(scores_sk)(const float* const* qs, const int ns,
+        const char* const* krow, int hd, float scale, const int f16, float* const* outs, int at) {
+    const int nk = W / ns;
     V acc[W];
 #pragma GCC unroll 16
     for (int j = 0; j < W; j++) acc[j] = VZERO();
     int c = 0;
     for (; c + W <= hd; c += W) {
-        V qv = VLOAD(q + c);
+        V qv[4];
+#pragma GCC unroll 4
+        for (int s = 0; s < ns; s++) qv[s] = VLOAD(qs[s] + c);
 #pragma GCC unroll 16
-        for (int j = 0; j < W; j++) acc[j] = VFMA(VLOAD(krow[j] + c), qv, acc[j]);
+        for (int k = 0; k < nk; k++) {
+            V kv = FA_LD(krow[k], c, f16);
+#pragma GCC unroll 4
+            for (int s = 0; s < ns; s++) acc[s * nk + k] = VFMA(kv, qv[s], acc[s * nk + k]);
+        }
     }
     if (c < hd) {
         int n = hd - c;
-        V qv = VLOADM(q + c, n);
+        V qv[4];
+#pragma GCC unroll 4
+        for (int s = 0; s < ns; s++) qv[s] = VLOADM(qs[s] + c, n);
 #pragma GCC unroll 16
-        for (int j = 0; j < W; j++) acc[j] = VFMA(VLOADM(krow[j] + c, n), qv, acc[j]);
+        for (int k = 0; k < nk; k++) {
+            V kv = FA_LDM(krow[k], c, n, f16);
+#pragma GCC unroll 4
+            for (int s = 0; s < ns; s++) acc[s * nk + k] = VFMA(kv, qv[s], acc[s * nk + k]);
+        }
     }
-    float s[W];
-    REDUCE(acc, s);
-    VSTORE(out, VMUL(VLOAD(s), VSET1(scale)));
+    float res[W];
+    REDUCE(acc, res);
+    VSTORE(res, VMUL(VLOAD(res), VSET1(scale)));
+#pragma GCC unroll 4
+    for (int s = 0; s < ns; s++)
+#pragma GCC unroll 16
+        for (int k = 0; k < nk; k++) outs[s][at + k] = res[s * nk + k];
+}
+
+/* FA_KC keys for ns = 1 … 4 slots: four at a time, one by one otherwise. */
+FA_TARGET static void FA(scores)(const float* const* qs, int ns, const char* const* krow, int hd, float scale, int f16, float* const* outs) {
+    if (ns == 4) {
+        for (int k = 0; k < FA_KC; k += W / 4) {
+            if (f16) FA(scores_sk)(qs, 4, krow + k, hd, scale, 1, outs, k);
+            else FA(scores_sk)(qs, 4, krow + k, hd, scale, 0, outs, k);
+        }
+        return;
+    }
+    for (int s = 0; s < ns; s++) {
+        for (int k = 0; k < FA_KC; k += W) {
+            if (f16) FA(scores_sk)(qs + s, 1, krow + k, hd, scale, 1, outs + s, k);
+            else FA(scores_sk)(qs + s, 1, krow + k, hd, scale, 0, outs + s, k);
+        }
+    }
 }
 
 /*
- * acc_s += e_s[j] · V_j for j in [j0, j1), for `np` = 1 … 4 slots (row, head) of one KV head: V_j = vrow[j], the head's
- * part of the value row; acc_s = accs[s] (hdp floats). One FMA per element per key, in key order.
+ * acc_s += e_s[j] · V_j for j in [j0, j1), for `np` = 1 or 4 slots (row, head) of one KV head: V_j = vrow[j], the
+ * head's part of the stored value row; acc_s = accs[s] (hdp floats). One FMA per element per key, in key order.
  */
 FA_TARGET static inline __attribute__((always_inline)) void FA(pv_seg)(float* const* accs, const float* const* es, const int np,
-        const float* const* vrow, int j0, int j1, int d0, const int nv, int tail) {
+        const char* const* vrow, int j0, int j1, int d0, const int nv, int tail, const int f16) {
     V acc[4][4];
 #pragma GCC unroll 4
     for (int s = 0; s < np; s++)
@@ -54,9 +97,9 @@ FA_TARGET static inline __attribute__((always_inline)) void FA(pv_seg)(float* co
         for (int v = 0; v < nv; v++) acc[s][v] = VLOAD(accs[s] + d0 + v * W);
     for (int j = j0; j < j1; j++) {
         V x[4];
-        const float* row = vrow[j] + d0;
+        const char* row = vrow[j];
 #pragma GCC unroll 4
-        for (int v = 0; v < nv; v++) x[v] = v == nv - 1 ? VLOADM(row + v * W, tail) : VLOAD(row + v * W);
+        for (int v = 0; v < nv; v++) x[v] = v == nv - 1 ? FA_LDM(row, d0 + v * W, tail, f16) : FA_LD(row, d0 + v * W, f16);
 #pragma GCC unroll 4
         for (int s = 0; s < np; s++) {
             V e = VSET1(es[s][j]);
@@ -70,44 +113,31 @@ FA_TARGET static inline __attribute__((always_inline)) void FA(pv_seg)(float* co
         for (int v = 0; v < nv; v++) VSTORE(accs[s] + d0 + v * W, acc[s][v]);
 }
 
-FA_TARGET static void FA(pv)(float* const* accs, const float* const* es, int np, const float* const* vrow, int j0, int j1, int hd) {
+#define FA_PV_NV(NP, F16)                                                                  \
+    switch (nv) {                                                                          \
+        case 4: FA(pv_seg)(accs, es, NP, vrow, j0, j1, d0, 4, tail, F16); break;           \
+        case 3: FA(pv_seg)(accs, es, NP, vrow, j0, j1, d0, 3, tail, F16); break;           \
+        case 2: FA(pv_seg)(accs, es, NP, vrow, j0, j1, d0, 2, tail, F16); break;           \
+        default: FA(pv_seg)(accs, es, NP, vrow, j0, j1, d0, 1, tail, F16); break;          \
+    }
+
+FA_TARGET static void FA(pv)(float* const* accs, const float* const* es, int np, const char* const* vrow, int j0, int j1, int hd,
+                             int f16) {
+    if (np != 4 && np != 1) {
+        for (int s = 0; s < np; s++) FA(pv)(accs + s, es + s, 1, vrow, j0, j1, hd, f16);
+        return;
+    }
     for (int d0 = 0; d0 < hd; d0 += 4 * W) {
         int left = hd - d0, nv = left >= 4 * W ? 4 : (left + W - 1) / W, tail = left - (nv - 1) * W;
         if (tail > W) tail = W;
         if (np == 4) {
-            switch (nv) {
-                case 4: FA(pv_seg)(accs, es, 4, vrow, j0, j1, d0, 4, tail); break;
-                case 3: FA(pv_seg)(accs, es, 4, vrow, j0, j1, d0, 3, tail); break;
-                case 2: FA(pv_seg)(accs, es, 4, vrow, j0, j1, d0, 2, tail); break;
-                default: FA(pv_seg)(accs, es, 4, vrow, j0, j1, d0, 1, tail); break;
-            }
+            if (f16) { FA_PV_NV(4, 1) } else { FA_PV_NV(4, 0) }
         } else {
-            for (int s = 0; s < np; s++) {
-                switch (nv) {
-                    case 4: FA(pv_seg)(accs + s, es + s, 1, vrow, j0, j1, d0, 4, tail); break;
-                    case 3: FA(pv_seg)(accs + s, es + s, 1, vrow, j0, j1, d0, 3, tail); break;
-                    case 2: FA(pv_seg)(accs + s, es + s, 1, vrow, j0, j1, d0, 2, tail); break;
-                    default: FA(pv_seg)(accs + s, es + s, 1, vrow, j0, j1, d0, 1, tail); break;
-                }
-            }
+            if (f16) { FA_PV_NV(1, 1) } else { FA_PV_NV(1, 0) }
         }
     }
 }
-
-/* kn rows of `floats` IEEE halves each, from row pointers src[j], as floats at dst + j·floats. */
-FA_TARGET static void FA(halves)(const uint16_t* const* src, int kn, int floats, float* dst) {
-    for (int j = 0; j < kn; j++) {
-        const uint16_t* s = src[j];
-        float* d = dst + (int64_t)j * floats;
-        int c = 0;
-        for (; c + W <= floats; c += W) VSTORE(d + c, VLOADH(s + c));
-        if (c < floats) {
-            float t[W];
-            VSTORE(t, VLOADHM(s + c, floats - c));
-            for (int i = 0; c + i < floats; i++) d[c + i] = t[i];
-        }
-    }
-}
+#undef FA_PV_NV
 
 /* Scores of one (row, head) over a block → in place exp(score − max) for i < n; the block's max and Σ exp. */
 FA_TARGET static void FA(softmax)(float* sc, int n, float* max_out, float* sum_out) {
@@ -131,16 +161,9 @@ FA_TARGET static void FA(softmax)(float* sc, int n, float* max_out, float* sum_o
     *sum_out = VHSUM(sum);
 }
 
-/* Converts (F16) and prefetches the rows of positions [p, p + kn) of one kind; row pointers (kn … KC: row p's) into rowp. */
-FA_TARGET static void FA(rows)(const fa_args* a, const int64_t* pages, int p, int kn, float* buf, const float** rowp) {
-    if (a->f16) {
-        const uint16_t* src[FA_KC];
-        for (int j = 0; j < kn; j++) src[j] = (const uint16_t*)fa_row(a, pages, p + j);
-        FA(halves)(src, kn, a->kvdim, buf);
-        for (int j = 0; j < FA_KC; j++) rowp[j] = buf + (int64_t)(j < kn ? j : 0) * a->kvdim;
-    } else {
-        for (int j = 0; j < FA_KC; j++) rowp[j] = (const float*)fa_row(a, pages, p + (j < kn ? j : 0));
-    }
+/* Row pointers of positions [p, p + kn) of one kind into rowp[0 … FA_KC) (past kn: row p's again). */
+static inline void FA(rows)(const fa_args* a, const int64_t* pages, int p, int kn, const char** rowp) {
+    for (int j = 0; j < FA_KC; j++) rowp[j] = fa_row(a, pages, p + (j < kn ? j : 0));
 }
 
 /*
@@ -163,24 +186,33 @@ FA_TARGET static void FA(block)(const fa_args* a, int b, float* const* prow, flo
     }
     if (last == 0) return;
     float* sc = scratch;                                        /* [count][heads][KEY_BLOCK] */
-    float* buf = sc + (int64_t)count * heads * FA_KEY_BLOCK;    /* FA_KC rows of kvdim floats (F16 only) */
-    const float* rowp[FA_KC];
-    const float* krow[FA_KC];
-    /* scores, FA_KC keys at a time: each K row read once for every row and head */
+    const int f16 = a->f16;
+    const int64_t eb = f16 ? 2 : 4;
+    const char* rowp[FA_KC];
+    const char* krow[FA_KC];
+    /* scores, FA_KC keys at a time: each K row read once for every row and head, 4 slots of a KV head per K load */
     for (int c0 = 0; c0 < last; c0 += FA_KC) {
         int kn = last - c0 < FA_KC ? last - c0 : FA_KC;
-        FA(rows)(a, a->kpages, p0 + c0, kn, buf, rowp);
-        fa_prefetch(a, c0 + FA_KC < last ? a->kpages : a->vpages, c0 + FA_KC < last ? p0 + c0 + FA_KC : p0,
-                    c0 + FA_KC < last ? (last - c0 - FA_KC < FA_KC ? last - c0 - FA_KC : FA_KC) : (last < FA_KC ? last : FA_KC));
-        for (int r = 0; r < count; r++) {
-            if (n[r] <= c0) continue;
-            const float* qr = a->q + (int64_t)a->rows[r] * heads * hd;
-            for (int h = 0; h < heads; h++) {
-                int g = h / group;
-                for (int j = 0; j < FA_KC; j++) krow[j] = rowp[j] + g * hd;
-                float* out = sc + ((int64_t)r * heads + h) * FA_KEY_BLOCK + c0;
-                for (int k = 0; k < FA_KC; k += W) FA(scores)(qr + (int64_t)h * hd, krow + k, hd, a->scale, out + k);
+        FA(rows)(a, a->kpages, p0 + c0, kn, rowp);
+        fa_prefetch(a, a->vpages, p0 + c0, kn);   /* the same rows' V, a whole phase ahead of its use */
+        for (int g = 0; g < a->kvh; g++) {
+            for (int j = 0; j < FA_KC; j++) krow[j] = rowp[j] + (int64_t)g * hd * eb;
+            const float* qs[4];
+            float* outs[4];
+            int ns = 0;
+            for (int r = 0; r < count; r++) {
+                if (n[r] <= c0) continue;
+                const float* qr = a->q + (int64_t)a->rows[r] * heads * hd;
+                for (int h = g * group; h < (g + 1) * group; h++) {
+                    qs[ns] = qr + (int64_t)h * hd;
+                    outs[ns] = sc + ((int64_t)r * heads + h) * FA_KEY_BLOCK + c0;
+                    if (++ns == 4) {
+                        FA(scores)(qs, 4, krow, hd, a->scale, f16, outs);
+                        ns = 0;
+                    }
+                }
             }
+            if (ns > 0) FA(scores)(qs, ns, krow, hd, a->scale, f16, outs);
         }
     }
     for (int r = 0; r < count; r++) {
@@ -191,17 +223,16 @@ FA_TARGET static void FA(block)(const fa_args* a, int b, float* const* prow, flo
         }
     }
     /* Σ e·V, FA_KC keys at a time: each V row read once; up to 4 (row, head) slots of a KV head share its loads */
-    const float* vrow[FA_KC];
+    const char* vrow[FA_KC];
     for (int c0 = 0; c0 < last; c0 += FA_KC) {
         int kn = last - c0 < FA_KC ? last - c0 : FA_KC;
-        FA(rows)(a, a->vpages, p0 + c0, kn, buf, rowp);
-        if (c0 + FA_KC < last) {
-            fa_prefetch(a, a->vpages, p0 + c0 + FA_KC, last - c0 - FA_KC < FA_KC ? last - c0 - FA_KC : FA_KC);
-        } else if (b + 1 < a->next_block_end) {
-            fa_prefetch(a, a->kpages, p0 + FA_KEY_BLOCK, FA_KC);
+        FA(rows)(a, a->vpages, p0 + c0, kn, rowp);
+        if (b + 1 < a->next_block_end) {   /* the next block's K rows, a whole phase ahead */
+            int p = p0 + FA_KEY_BLOCK + c0, left = a->max_length - p;
+            if (left > 0) fa_prefetch(a, a->kpages, p, left < FA_KC ? left : FA_KC);
         }
         for (int g = 0; g < a->kvh; g++) {
-            for (int j = 0; j < FA_KC; j++) vrow[j] = rowp[j] + g * hd;
+            for (int j = 0; j < FA_KC; j++) vrow[j] = rowp[j] + (int64_t)g * hd * eb;
             float* accs[4];
             const float* es[4];
             int ends[4], np = 0;
@@ -215,13 +246,13 @@ FA_TARGET static void FA(block)(const fa_args* a, int b, float* const* prow, flo
                     if (++np == 4) {
                         int common = ends[0];
                         for (int s = 1; s < 4; s++) if (ends[s] < common) common = ends[s];
-                        FA(pv)(accs, es, 4, vrow, 0, common, hd);
-                        for (int s = 0; s < 4; s++) if (ends[s] > common) FA(pv)(accs + s, es + s, 1, vrow, common, ends[s], hd);
+                        FA(pv)(accs, es, 4, vrow, 0, common, hd, f16);
+                        for (int s = 0; s < 4; s++) if (ends[s] > common) FA(pv)(accs + s, es + s, 1, vrow, common, ends[s], hd, f16);
                         np = 0;
                     }
                 }
             }
-            for (int s = 0; s < np; s++) FA(pv)(accs + s, es + s, 1, vrow, 0, ends[s], hd);
+            for (int s = 0; s < np; s++) FA(pv)(accs + s, es + s, 1, vrow, 0, ends[s], hd, f16);
         }
     }
 }
