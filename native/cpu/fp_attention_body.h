@@ -62,9 +62,7 @@ FA_TARGET static inline __attribute__((always_inline)) void FA(scores_sk)(const 
     REDUCE(acc, res);
     VSTORE(res, VMUL(VLOAD(res), VSET1(scale)));
 #pragma GCC unroll 4
-    for (int s = 0; s < ns; s++)
-#pragma GCC unroll 16
-        for (int k = 0; k < nk; k++) outs[s][at + k] = res[s * nk + k];
+    for (int s = 0; s < ns; s++) memcpy(outs[s] + at, res + s * nk, sizeof(float) * nk);
 }
 
 /* FA_KC keys for ns = 1 … 4 slots: four at a time, one by one otherwise. */
