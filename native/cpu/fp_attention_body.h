@@ -192,8 +192,10 @@ FA_TARGET static void FA(block)(const fa_args* a, int b, float* const* prow, flo
     for (int c0 = 0; c0 < last; c0 += FA_KC) {
         int kn = last - c0 < FA_KC ? last - c0 : FA_KC;
         FA(rows)(a, a->kpages, p0 + c0, kn, rowp);
-        fa_prefetch(a, a->vpages, p0 + c0, kn);   /* the same rows' V, a whole phase ahead of its use */
         for (int g = 0; g < a->kvh; g++) {
+            /* the same rows' V, a whole phase ahead of its use, spread over the KV heads' work */
+            int pf0 = g * kn / a->kvh, pf1 = (g + 1) * kn / a->kvh;
+            if (pf1 > pf0) fa_prefetch(a, a->vpages, p0 + c0 + pf0, pf1 - pf0);
             for (int j = 0; j < FA_KC; j++) krow[j] = rowp[j] + (int64_t)g * hd * eb;
             const float* qs[4];
             float* outs[4];
@@ -225,11 +227,14 @@ FA_TARGET static void FA(block)(const fa_args* a, int b, float* const* prow, flo
     for (int c0 = 0; c0 < last; c0 += FA_KC) {
         int kn = last - c0 < FA_KC ? last - c0 : FA_KC;
         FA(rows)(a, a->vpages, p0 + c0, kn, rowp);
+        int pfn = 0;
         if (b + 1 < a->next_block_end) {   /* the next block's K rows, a whole phase ahead */
-            int p = p0 + FA_KEY_BLOCK + c0, left = a->max_length - p;
-            if (left > 0) fa_prefetch(a, a->kpages, p, left < FA_KC ? left : FA_KC);
+            int left = a->max_length - (p0 + FA_KEY_BLOCK + c0);
+            pfn = left <= 0 ? 0 : left < FA_KC ? left : FA_KC;
         }
         for (int g = 0; g < a->kvh; g++) {
+            int pf0 = g * pfn / a->kvh, pf1 = (g + 1) * pfn / a->kvh;
+            if (pf1 > pf0) fa_prefetch(a, a->kpages, p0 + FA_KEY_BLOCK + c0 + pf0, pf1 - pf0);
             for (int j = 0; j < FA_KC; j++) vrow[j] = rowp[j] + (int64_t)g * hd * eb;
             float* accs[4];
             const float* es[4];
