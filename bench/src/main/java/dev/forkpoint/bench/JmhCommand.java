@@ -44,7 +44,38 @@ final class JmhCommand implements Callable<Integer> {
         }
         Collection<RunResult> results = new Runner(options).run();
         printRates(results, System.out);
+        printBandwidthShares(results, System.out);
         return 0;
+    }
+
+    /**
+     * For AttentionBench results: this machine's read bandwidth at each thread count they ran ({@link MachineInfo#readBandwidth},
+     * measured now, after the benchmarks) and each result's KV read rate as a share of it.
+     */
+    static void printBandwidthShares(Collection<RunResult> results, PrintStream out) {
+        java.util.Map<Integer, Double> bandwidth = new java.util.TreeMap<>();
+        List<String> lines = new ArrayList<>();
+        for (RunResult r : results) {
+            BenchmarkParams p = r.getParams();
+            String[] name = p.getBenchmark().split("\\.");
+            if (!name[name.length - 2].equals("AttentionBench")) continue;
+            Optional<WorkPerCall> work = WorkPerCall.of("AttentionBench", p::getParam);
+            if (work.isEmpty()) continue;
+            int threads = Integer.parseInt(p.getParam("threads"));
+            double bw = bandwidth.computeIfAbsent(threads, t -> MachineInfo.readBandwidth(t, 5));
+            double gbs = work.get().gigabytesPerSecond(secondsPerCall(p, r.getPrimaryResult().getScore()));
+            StringBuilder params = new StringBuilder();
+            for (String key : p.getParamsKeys()) params.append(key).append('=').append(p.getParam(key)).append(' ');
+            lines.add(String.format(Locale.ROOT, "%-48s %10.2f GB/s of KV  %6.1f %% of %.1f GB/s", params.toString().trim(), gbs,
+                    100 * gbs / bw, bw));
+        }
+        if (lines.isEmpty()) return;
+        out.println();
+        out.println("Machine read bandwidth (MachineInfo.readBandwidth: 1 GiB streamed by each thread count, best of 5): "
+                + bandwidth.entrySet().stream().map(e -> String.format(Locale.ROOT, "%d thread%s %.1f GB/s", e.getKey(),
+                e.getKey() == 1 ? "" : "s", e.getValue())).collect(java.util.stream.Collectors.joining(", ")));
+        out.println("AttentionBench KV read rate as a share of it:");
+        lines.forEach(out::println);
     }
 
     /** One line per result with a known work per call: time per call, GB/s, GFLOP/s. */

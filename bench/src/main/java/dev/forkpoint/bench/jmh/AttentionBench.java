@@ -21,7 +21,10 @@ import java.util.concurrent.TimeUnit;
  * backend's attention op, against a KV store already holding {@code context} positions in paged storage
  * ({@link PagePool}, {@link SequenceKv}): the op writes the new token's K/V and reads every stored position's. The
  * step is rolled back after each call, so every call sees the same store. {@code bench jmh} prints the KV bytes
- * read per second (K and V of context + 1 positions) and GFLOP/s (4·heads·headDim per position) beside the score.
+ * read per second (K and V of context + 1 positions) and GFLOP/s (4·heads·headDim per position) beside the score,
+ * and after them this machine's read bandwidth at each thread count measured ({@code MachineInfo.readBandwidth}) with
+ * the KV rate as a share of it. {@code kernels} chooses the attention kernel as {@code --kernels} does: {@code java}
+ * ({@code CpuAttention}'s Vector API code), {@code native} (forkpoint_attention.c), {@code auto}.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
@@ -43,6 +46,9 @@ public class AttentionBench {
     @Param({"1", "2"})
     public int threads;
 
+    @Param({"native"})
+    public String kernels;
+
     private CpuBackend backend;
     private Arena arena;
     private PagePool pool;
@@ -53,7 +59,7 @@ public class AttentionBench {
 
     @Setup
     public void setUp() {
-        backend = new CpuBackend(threads);
+        backend = new CpuBackend(threads, dev.forkpoint.backend.KernelChoice.parse(kernels));
         arena = Arena.ofShared();
         int kvDim = KV_HEADS * HEAD_DIM;
         KvLayout layout = KvLayout.of(1, kvDim, KvElementType.valueOf(kv));

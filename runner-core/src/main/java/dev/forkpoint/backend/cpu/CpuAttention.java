@@ -47,14 +47,21 @@ final class CpuAttention {
 
     private final int heads, kvHeads, headDim, group, kvDim;
     private final float scale;
+    private final NativeAttention nativeAttention;   // null: the Java kernel
 
     CpuAttention(int heads, int kvHeads, int headDim) {
+        this(heads, kvHeads, headDim, null);
+    }
+
+    /** On the native attention kernel when {@code kernels} is not null (the same blocks, folds and invariant), else in Java. */
+    CpuAttention(int heads, int kvHeads, int headDim, NativeKernels kernels) {
         this.heads = heads;
         this.kvHeads = kvHeads;
         this.headDim = headDim;
         this.group = heads / kvHeads;
         this.kvDim = kvHeads * headDim;
         this.scale = (float) (1.0 / Math.sqrt(headDim));
+        this.nativeAttention = kernels == null ? null : new NativeAttention(kernels, heads, kvHeads, headDim, scale);
     }
 
     /**
@@ -62,6 +69,10 @@ final class CpuAttention {
      * rows[t]'s pages, for each query head h (KV head h / group).
      */
     void attend(float[] q, Keys[] rows, int[] length, float[] out, WorkerPool pool) {
+        if (nativeAttention != null) {
+            nativeAttention.attend(q, rows, length, out, pool);
+            return;
+        }
         int tokens = rows.length;
         // tiles: runs of consecutive rows of one sequence at consecutive positions, at most TILE rows
         int[] tileStart = new int[tokens + 1];
@@ -148,7 +159,7 @@ final class CpuAttention {
     }
 
     /** The addresses of the K slabs that block b of a row reads: rows with equal lists read the same stored keys and values. */
-    private static List<Long> pages(Keys kv, int b) {
+    static List<Long> pages(Keys kv, int b) {
         List<Long> out = new ArrayList<>(KEY_BLOCK / kv.pageTokens() + 1);
         for (int page = b * KEY_BLOCK / kv.pageTokens(), last = ((b + 1) * KEY_BLOCK - 1) / kv.pageTokens(); page <= last; page++) {
             out.add(kv.keys()[page].address());

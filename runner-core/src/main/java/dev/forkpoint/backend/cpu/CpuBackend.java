@@ -41,7 +41,7 @@ public final class CpuBackend implements Backend {
     public CpuBackend(int threads, KernelChoice kernels) {
         this.nativeKernels = NativeKernels.forChoice(kernels).orElse(null);
         this.pool = new WorkerPool(threads);
-        this.ops = new CpuOps(pool, buffers);
+        this.ops = new CpuOps(pool, buffers, nativeKernels);
     }
 
     /** The kernels in use: "java", or "native VARIANT" (avx512vnni, avx2, neon, c). */

@@ -23,15 +23,21 @@ final class CpuOps implements Ops {
 
     private final WorkerPool pool;
     private final StepBuffers buffers;
+    private final NativeKernels kernels;   // null: attention in Java
 
     /** Ops whose outputs are always new arrays (no step reuses them). */
     CpuOps(WorkerPool pool) {
-        this(pool, new StepBuffers(0));
+        this(pool, new StepBuffers(0), null);
     }
 
-    CpuOps(WorkerPool pool, StepBuffers buffers) {
+    /**
+     * Ops whose outputs come from {@code buffers} inside a step, and whose attention runs on the native kernel when
+     * {@code kernels} is not null.
+     */
+    CpuOps(WorkerPool pool, StepBuffers buffers, NativeKernels kernels) {
         this.pool = pool;
         this.buffers = buffers;
+        this.kernels = kernels;
     }
 
     private static CpuActivation cpu(Activation a) { return (CpuActivation) a; }
@@ -172,7 +178,7 @@ final class CpuOps implements Ops {
             length[t] = positionOf[t] + 1;
         }
         float[] out = buffers.floats(tokens * heads * headDim);
-        new CpuAttention(heads, kvHeads, headDim).attend(qa.data(), rows, length, out, pool);
+        new CpuAttention(heads, kvHeads, headDim, kernels).attend(qa.data(), rows, length, out, pool);
         return new CpuActivation(out, tokens, heads * headDim);
     }
 

@@ -17,6 +17,7 @@ import java.util.Map;
 import java.util.Optional;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 /**
@@ -39,6 +40,17 @@ final class NativeKernels {
      */
     private static final FunctionDescriptor K_ROWS = FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS,
             ADDRESS, JAVA_INT, ADDRESS, JAVA_INT);
+    /**
+     * The attention kernel ({@code forkpoint_attention.c}): void fp_attn(const float* q, const int32_t* rows,
+     * const int32_t* lengths, int32_t count, const int64_t* kpages, const int64_t* vpages, int32_t page_tokens,
+     * int32_t f16, int32_t heads, int32_t kv_heads, int32_t head_dim, float scale, int32_t b0, int32_t b1,
+     * float* partials, const int32_t* part_off, int32_t block_stride, float* out, float* scratch).
+     */
+    private static final FunctionDescriptor ATTN = FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS,
+            JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_FLOAT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS);
+    /** void fp_attn_fold(const float* partials, int32_t blocks, int32_t stride, int32_t heads, int32_t head_dim, float* out, float* scratch) */
+    private static final FunctionDescriptor ATTN_FOLD = FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT,
+            ADDRESS, ADDRESS);
     static final int ABI_VERSION = 1;
 
     /** An instruction-set variant of the kernels: its symbol suffix and the feature bit fp_cpu_features sets for it. */
@@ -64,6 +76,8 @@ final class NativeKernels {
     private final MethodHandle q4_0;
     private final MethodHandle q4_K;
     private final MethodHandle q6_K;
+    private final MethodHandle attn;
+    private final MethodHandle attnFold;
 
     private NativeKernels(Library library, Variant variant) {
         this.variant = variant;
@@ -71,6 +85,8 @@ final class NativeKernels {
         this.q4_0 = bind(library, "fp_q4_0_rows_" + variant.suffix, ROWS);
         this.q4_K = bind(library, "fp_q4_k_rows_" + variant.suffix, K_ROWS);
         this.q6_K = bind(library, "fp_q6_k_rows_" + variant.suffix, K_ROWS);
+        this.attn = bind(library, "fp_attn_" + variant.suffix, ATTN);
+        this.attnFold = bind(library, "fp_attn_fold_" + variant.suffix, ATTN_FOLD);
     }
 
     /**
@@ -206,6 +222,35 @@ final class NativeKernels {
     void q6_K(MemorySegment w, long weightOffset, int blocks, int rows, byte[] xq, float[] xd, short[] xs, int n, float[] out,
               int outOffset, int outStride) {
         call(q6_K, w, weightOffset, 210L * blocks * rows, blocks, 256, rows, xq, xd, xs, n, out, outOffset, outStride);
+    }
+
+    /**
+     * One call of the attention kernel (see {@code forkpoint_attention.c} and {@link NativeAttention}, which checks
+     * every argument: the C code trusts them). {@code partials} null: fold blocks [b0, b1) and write the rows' results
+     * into {@code out}; else write each block's partial there.
+     */
+    void attention(MemorySegment q, MemorySegment rows, MemorySegment lengths, int count, MemorySegment kPages, MemorySegment vPages,
+                   int pageTokens, boolean f16, int heads, int kvHeads, int headDim, float scale, int b0, int b1,
+                   MemorySegment partials, MemorySegment partOffsets, int blockStride, MemorySegment out, MemorySegment scratch) {
+        try {
+            attn.invokeExact(q, rows, lengths, count, kPages, vPages, pageTokens, f16 ? 1 : 0, heads, kvHeads, headDim, scale, b0, b1,
+                    partials, partOffsets, blockStride, out, scratch);
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    /** Folds {@code blocks} partial records of one row ({@code stride} floats apart) in block order and writes its result. */
+    void attentionFold(MemorySegment partials, int blocks, int stride, int heads, int headDim, MemorySegment out, MemorySegment scratch) {
+        try {
+            attnFold.invokeExact(partials, blocks, stride, heads, headDim, out, scratch);
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
     }
 
     /** One slice of rows in calls of at most MAX_TOKENS tokens; {@code xs} null for the kernels without sums (Q8_0 activations). */

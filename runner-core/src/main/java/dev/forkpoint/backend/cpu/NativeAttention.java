@@ -1,0 +1,245 @@
+package dev.forkpoint.backend.cpu;
+
+import dev.forkpoint.kvcache.KvElementType;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * {@link CpuAttention}'s work on the native attention kernel ({@code native/cpu/forkpoint_attention.c}): the same
+ * blocks of {@link CpuAttention#KEY_BLOCK} positions fixed by position, the same fold in block order, the same tasks —
+ * tiles of consecutive rows of one sequence across the pool's threads, or, when there are too few rows to keep the
+ * threads busy (decode), every row's blocks across the threads and the folds afterwards, with decode rows whose block
+ * lies on the same pages (a prefix the cache shares) computed together. Each native call computes one tile or one
+ * block range; the Java worker pool keeps the threading. A row's result depends only on its query, its K/V and its
+ * length (the kernel's invariant), so the tile size is free: {@link #tileRows} rows, as many as keep a tile's scores
+ * (rows × heads × 128 floats) within 128 KiB.
+ *
+ * <p>The K/V pages are off-heap {@code PagePool} slabs: the kernel gets their addresses (one array per sequence for K,
+ * one for V), after this class has checked that every position a row reads lies in a slab of the right size. Queries,
+ * outputs, partials and scratch are heap arrays passed in place (critical downcalls).
+ */
+final class NativeAttention {
+    /** Rows per call at most (the C side's FA_MAX_ROWS). */
+    static final int MAX_ROWS = 64;
+    private static final int KC = 16;
+    private static final ThreadLocal<float[]> SCRATCH = ThreadLocal.withInitial(() -> new float[0]);
+    private static final ThreadLocal<float[]> PARTIALS = ThreadLocal.withInitial(() -> new float[0]);
+
+    private final NativeKernels kernels;
+    private final int heads, kvHeads, headDim, kvDim, rowFloats;
+    private final float scale;
+
+    NativeAttention(NativeKernels kernels, int heads, int kvHeads, int headDim, float scale) {
+        this.kernels = kernels;
+        this.heads = heads;
+        this.kvHeads = kvHeads;
+        this.headDim = headDim;
+        this.kvDim = kvHeads * headDim;
+        this.rowFloats = 1 + heads * (2 + ((headDim + 15) & ~15));
+        this.scale = scale;
+    }
+
+    /** Rows per prefill tile: the scores of a tile's rows and heads (rows × heads × 128 floats) within 128 KiB. */
+    int tileRows() {
+        return Math.max(1, Math.min(32, 256 / heads));
+    }
+
+    /** A sequence's page addresses, K and V. */
+    private record Pages(MemorySegment k, MemorySegment v) {}
+
+    /** Scratch floats of one call of {@code count} rows (fp_attn's: two partials, the scores, one chunk of converted rows). */
+    private long scratchFloats(int count) {
+        return 2L * count * rowFloats + (long) count * heads * CpuAttention.KEY_BLOCK + (long) KC * kvDim + 64;
+    }
+
+    private static float[] grown(ThreadLocal<float[]> local, long floats) {
+        if (floats > Integer.MAX_VALUE - 16) throw new IllegalArgumentException("attention needs " + floats + " floats of scratch");
+        float[] a = local.get();
+        if (a.length < floats) {
+            a = new float[(int) Math.max(floats, Math.min(Integer.MAX_VALUE - 16, a.length * 3L / 2))];
+            local.set(a);
+        }
+        return a;
+    }
+
+    void attend(float[] q, CpuAttention.Keys[] rows, int[] length, float[] out, WorkerPool pool) {
+        int tokens = rows.length;
+        int rowWidth = heads * headDim;
+        if (length.length != tokens || (long) tokens * rowWidth > q.length || (long) tokens * rowWidth > out.length) {
+            throw new IllegalArgumentException("attention: " + tokens + " rows, " + length.length + " lengths, q " + q.length + ", out " + out.length);
+        }
+        Map<CpuAttention.Keys, Pages> pages = new IdentityHashMap<>();
+        int maxBlocks = 0;
+        for (int t = 0; t < tokens; t++) {
+            CpuAttention.Keys kv = rows[t];
+            Pages p = pages.get(kv);
+            if (p == null) pages.put(kv, p = addresses(kv));
+            if (length[t] < 1 || (long) length[t] > (long) kv.keys().length * kv.pageTokens() || length[t] > kv.values().length * (long) kv.pageTokens()) {
+                throw new IllegalArgumentException("attention row " + t + " reads " + length[t] + " positions of " + kv.keys().length + " pages of "
+                        + kv.pageTokens());
+            }
+            maxBlocks = Math.max(maxBlocks, blocks(length[t]));
+        }
+        int threads = pool.threads();
+        int[] tileStart = tiles(rows, length, tileRows());
+        int tileCount = tileStart.length - 1;
+        if (tileCount < 2 * threads && maxBlocks > 1 && tokens >= 2 * threads) {
+            tileStart = tiles(rows, length, Math.max(1, tokens / (2 * threads)));
+            tileCount = tileStart.length - 1;
+        }
+        MemorySegment qs = MemorySegment.ofArray(q), os = MemorySegment.ofArray(out);
+        if (tileCount >= 2 * threads || maxBlocks <= 1) {
+            int[] starts = tileStart;
+            int tilesFinal = tileCount;
+            pool.runRanges(tilesFinal, threads * 4, 1, (from, to) -> {
+                int most = 1;
+                for (int tile = from; tile < to; tile++) most = Math.max(most, starts[tile + 1] - starts[tile]);
+                float[] scratch = grown(SCRATCH, scratchFloats(most));
+                MemorySegment ss = MemorySegment.ofArray(scratch);
+                for (int tile = from; tile < to; tile++) {
+                    int t0 = starts[tile], t1 = starts[tile + 1], count = t1 - t0;
+                    int[] list = new int[count], lens = new int[count];
+                    for (int r = 0; r < count; r++) {
+                        list[r] = t0 + r;
+                        lens[r] = length[t0 + r];
+                    }
+                    CpuAttention.Keys kv = rows[t0];
+                    Pages p = pages.get(kv);
+                    kernels.attention(qs, MemorySegment.ofArray(list), MemorySegment.ofArray(lens), count, p.k(), p.v(), kv.pageTokens(),
+                            kv.type() == KvElementType.F16, heads, kvHeads, headDim, scale, 0, blocks(length[t1 - 1]),
+                            MemorySegment.NULL, MemorySegment.NULL, 0, os, ss);
+                }
+            });
+            return;
+        }
+        // few rows, long contexts (decode): every (row, block) a unit; the units of a row's blocks are computed on any
+        // thread and folded afterwards in block order. Rows of two sequences or more whose block lies on the same pages
+        // (a prefix the cache shares) compute that block together, reading its K and V once.
+        int[] firstBlock = new int[tokens + 1];
+        for (int t = 0; t < tokens; t++) firstBlock[t + 1] = firstBlock[t] + blocks(length[t]);
+        int units = firstBlock[tokens];
+        long partialFloats = (long) units * rowFloats;
+        java.util.Set<CpuAttention.Keys> sequences = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
+        for (CpuAttention.Keys kv : rows) sequences.add(kv);
+        boolean mayShare = sequences.size() > 1;
+        List<int[]> groups = new ArrayList<>();
+        Map<List<Long>, List<Integer>> shared = new LinkedHashMap<>();
+        for (int t = 0; t < tokens; t++) {
+            int run = -1;
+            for (int b = 0, n = blocks(length[t]); b < n; b++) {
+                int i = firstBlock[t] + b;
+                if (mayShare && (b + 1) * CpuAttention.KEY_BLOCK <= length[t]) {
+                    shared.computeIfAbsent(CpuAttention.pages(rows[t], b), k -> new ArrayList<>()).add(i);
+                    run = -1;
+                } else if (run >= 0 && groups.get(run)[2] == b) {
+                    groups.get(run)[2] = b + 1;   // consecutive blocks of one row: one call
+                } else {
+                    groups.add(new int[] {t, b, b + 1});
+                    run = groups.size() - 1;
+                }
+            }
+        }
+        List<int[]> together = new ArrayList<>();
+        for (List<Integer> same : shared.values()) {
+            for (int from = 0; from < same.size(); from += CpuAttention.TILE) {
+                together.add(same.subList(from, Math.min(same.size(), from + CpuAttention.TILE)).stream().mapToInt(Integer::intValue).toArray());
+            }
+        }
+        // split long runs so that the threads share the work
+        List<int[]> tasks = new ArrayList<>();
+        int perTask = Math.max(1, units / (threads * 4));
+        for (int[] g : groups) {
+            for (int b = g[1]; b < g[2]; b += perTask) tasks.add(new int[] {g[0], b, Math.min(g[2], b + perTask)});
+        }
+        int plain = tasks.size();
+        for (int[] members : together) tasks.add(members);
+        float[] partials = grown(PARTIALS, partialFloats);
+        MemorySegment ps = MemorySegment.ofArray(partials);
+        pool.runRanges(tasks.size(), threads * 4, 1, (from, to) -> {
+            float[] scratch = grown(SCRATCH, scratchFloats(CpuAttention.TILE));
+            MemorySegment ss = MemorySegment.ofArray(scratch);
+            for (int task = from; task < to; task++) {
+                int[] w = tasks.get(task);
+                if (task < plain) {
+                    int t = w[0];
+                    CpuAttention.Keys kv = rows[t];
+                    Pages p = pages.get(kv);
+                    kernels.attention(qs, MemorySegment.ofArray(new int[] {t}), MemorySegment.ofArray(new int[] {length[t]}), 1, p.k(), p.v(),
+                            kv.pageTokens(), kv.type() == KvElementType.F16, heads, kvHeads, headDim, scale, w[1], w[2], ps,
+                            MemorySegment.ofArray(new int[] {(firstBlock[t] + w[1]) * rowFloats}), rowFloats, MemorySegment.NULL, ss);
+                } else {
+                    int count = w.length;
+                    int[] list = new int[count], lens = new int[count], offsets = new int[count];
+                    int first = rowOf(firstBlock, w[0]), b = w[0] - firstBlock[first];
+                    for (int m = 0; m < count; m++) {
+                        int t = rowOf(firstBlock, w[m]);
+                        list[m] = t;
+                        lens[m] = length[t];
+                        offsets[m] = w[m] * rowFloats;
+                    }
+                    CpuAttention.Keys kv = rows[first];
+                    Pages p = pages.get(kv);
+                    kernels.attention(qs, MemorySegment.ofArray(list), MemorySegment.ofArray(lens), count, p.k(), p.v(), kv.pageTokens(),
+                            kv.type() == KvElementType.F16, heads, kvHeads, headDim, scale, b, b + 1, ps, MemorySegment.ofArray(offsets),
+                            rowFloats, MemorySegment.NULL, ss);
+                }
+            }
+        });
+        pool.runRanges(tokens, threads, 1, (from, to) -> {
+            float[] scratch = grown(SCRATCH, rowFloats);
+            MemorySegment ss = MemorySegment.ofArray(scratch);
+            for (int t = from; t < to; t++) {
+                kernels.attentionFold(ps.asSlice(4L * firstBlock[t] * rowFloats), blocks(length[t]), rowFloats, heads, headDim,
+                        os.asSlice(4L * t * heads * headDim), ss);
+            }
+        });
+    }
+
+    /** Tiles: runs of consecutive rows of one sequence at consecutive positions, at most {@code most} rows. */
+    private static int[] tiles(CpuAttention.Keys[] rows, int[] length, int most) {
+        int tokens = rows.length;
+        int[] tileStart = new int[tokens + 1];
+        int tiles = 0;
+        for (int t = 0; t < tokens; t++) {
+            if (t == 0 || rows[t] != rows[t - 1] || length[t] != length[t - 1] + 1 || t - tileStart[tiles - 1] == most) tileStart[tiles++] = t;
+        }
+        tileStart[tiles] = tokens;
+        return java.util.Arrays.copyOf(tileStart, tiles + 1);
+    }
+
+    /** The page addresses of a sequence's K and V slabs, each checked to hold pageTokens rows of kvDim elements. */
+    private Pages addresses(CpuAttention.Keys kv) {
+        long slabBytes = (long) kv.pageTokens() * kvDim * (kv.type() == KvElementType.F16 ? 2 : 4);
+        if (kv.pageTokens() < 1) throw new IllegalArgumentException("attention: pages of " + kv.pageTokens() + " positions");
+        long[] k = new long[kv.keys().length], v = new long[kv.values().length];
+        for (int i = 0; i < k.length; i++) k[i] = checked(kv.keys()[i], slabBytes);
+        for (int i = 0; i < v.length; i++) v[i] = checked(kv.values()[i], slabBytes);
+        return new Pages(MemorySegment.ofArray(k), MemorySegment.ofArray(v));
+    }
+
+    private static long checked(MemorySegment slab, long bytes) {
+        if (!slab.isNative() || slab.byteSize() < bytes) {
+            throw new IllegalArgumentException("attention: a KV slab of " + slab.byteSize() + " bytes" + (slab.isNative() ? "" : " on the heap")
+                    + ", the kernel reads " + bytes);
+        }
+        return slab.address();
+    }
+
+    private static int blocks(int length) {
+        return (length + CpuAttention.KEY_BLOCK - 1) / CpuAttention.KEY_BLOCK;
+    }
+
+    private static int rowOf(int[] firstBlock, int i) {
+        int lo = 0, hi = firstBlock.length - 2;
+        while (lo < hi) {
+            int mid = (lo + hi + 1) >>> 1;
+            if (firstBlock[mid] <= i) lo = mid; else hi = mid - 1;
+        }
+        return lo;
+    }
+}
