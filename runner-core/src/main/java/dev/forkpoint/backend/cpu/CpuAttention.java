@@ -86,7 +86,7 @@ final class CpuAttention {
         int tileCount = tiles;
         if (tiles >= 2 * pool.threads() || maxBlocks <= 1) {
             pool.runRanges(tiles, pool.threads() * 4, 1, (from, to) -> {
-                Work w = new Work();
+                Work w = work();
                 for (int tile = from; tile < to; tile++) {
                     int t0 = tileStart[tile], t1 = tileStart[tile + 1];
                     int[] list = rowsOf(t0, t1);
@@ -127,7 +127,7 @@ final class CpuAttention {
         }
         Partial[] partials = new Partial[units];
         pool.runRanges(groups.size(), pool.threads() * 4, 1, (from, to) -> {
-            Work w = new Work();
+            Work w = work();
             for (int g = from; g < to; g++) {
                 int[] members = groups.get(g);
                 int first = tileOf(firstBlock, members[0]), b = members[0] - firstBlock[first];
@@ -180,11 +180,35 @@ final class CpuAttention {
         return lo;
     }
 
-    /** A task's scratch: the running state, one block's partial, the scores and one K or V row as floats. */
-    private final class Work {
+    /**
+     * A task's scratch: the running state, one block's partial, the scores and one K or V row as floats. Kept per
+     * thread and reused while the shape stays (a decode loop's attention allocates none): a thread runs one task at a
+     * time, and every use resets what it reads.
+     */
+    private static final class Work {
+        final int heads, kvDim;
         final Partial run = new Partial(), block = new Partial();
-        final float[] scores = new float[TILE * heads * KEY_BLOCK];
-        final float[] row = new float[kvDim];
+        final float[] scores;
+        final float[] row;
+
+        Work(int heads, int kvDim) {
+            this.heads = heads;
+            this.kvDim = kvDim;
+            this.scores = new float[TILE * heads * KEY_BLOCK];
+            this.row = new float[kvDim];
+        }
+    }
+
+    private static final ThreadLocal<Work> WORK = new ThreadLocal<>();
+
+    /** This thread's scratch for this shape. */
+    private Work work() {
+        Work w = WORK.get();
+        if (w == null || w.heads != heads || w.kvDim != kvDim) {
+            w = new Work(heads, kvDim);
+            WORK.set(w);
+        }
+        return w;
     }
 
     /** The rows t0 … t1 − 1 as a list. */
