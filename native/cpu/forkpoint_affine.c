@@ -197,22 +197,14 @@ __attribute__((target("avx2,fma,f16c")))
 FP_EXPORT void fp_affine4_rows_avx2(const uint8_t* w, const uint8_t* scales, const uint8_t* biases, int32_t scale_kind,
                                     int32_t group_shift, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
                                     const float* xg, int32_t n, float* out, int32_t out_stride) {
-    switch (scale_kind) {   /* the scale type as a constant in each copy */
-        case FP_SCALE_F16: affine_rows_avx2(4, w, scales, biases, FP_SCALE_F16, group_shift, blocks, rows, xq, xd, xg, n, out, out_stride); return;
-        case FP_SCALE_BF16: affine_rows_avx2(4, w, scales, biases, FP_SCALE_BF16, group_shift, blocks, rows, xq, xd, xg, n, out, out_stride); return;
-        default: affine_rows_avx2(4, w, scales, biases, FP_SCALE_F32, group_shift, blocks, rows, xq, xd, xg, n, out, out_stride); return;
-    }
+    affine_rows_avx2(4, w, scales, biases, scale_kind, group_shift, blocks, rows, xq, xd, xg, n, out, out_stride);
 }
 
 __attribute__((target("avx2,fma,f16c")))
 FP_EXPORT void fp_affine8_rows_avx2(const uint8_t* w, const uint8_t* scales, const uint8_t* biases, int32_t scale_kind,
                                     int32_t group_shift, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
                                     const float* xg, int32_t n, float* out, int32_t out_stride) {
-    switch (scale_kind) {
-        case FP_SCALE_F16: affine_rows_avx2(8, w, scales, biases, FP_SCALE_F16, group_shift, blocks, rows, xq, xd, xg, n, out, out_stride); return;
-        case FP_SCALE_BF16: affine_rows_avx2(8, w, scales, biases, FP_SCALE_BF16, group_shift, blocks, rows, xq, xd, xg, n, out, out_stride); return;
-        default: affine_rows_avx2(8, w, scales, biases, FP_SCALE_F32, group_shift, blocks, rows, xq, xd, xg, n, out, out_stride); return;
-    }
+    affine_rows_avx2(8, w, scales, biases, scale_kind, group_shift, blocks, rows, xq, xd, xg, n, out, out_stride);
 }
 
 /* ---- AVX-512 VNNI: row-outer, a pair of blocks per step for all n tokens (as the Q4_0 / Q8_0 VNNI kernels) ---- */
@@ -236,7 +228,7 @@ static inline __m512 affine_values16(const uint8_t* p, int kind, int32_t g, __mm
 }
 
 /*
- * The body for a token count, scale type and width known at compile time (the n accumulators then stay in registers).
+ * The body for a token count and width known at compile time (the n accumulators then stay in registers).
  * Per row, first the bias term Σ_g b_g·X_g, sixteen groups per step (masked at the end), into each token's
  * accumulator; then per pair of blocks the codes in the activations' order in one register — 8 bits: the 64 bytes as
  * they are; 4 bits: the two blocks' 16 bytes each twice, shifted by 0 or 4 per 128-bit lane and masked, [low b | high
@@ -244,7 +236,7 @@ static inline __m512 affine_values16(const uint8_t* p, int kind, int32_t g, __mm
  * correction, exact), a conversion and a multiply-add with the blocks' s·d (lanes 0–7 block b, 8–15 block b+1).
  */
 __attribute__((target(FP_VNNI), always_inline))
-static inline void affine_rows_vnni(const int bits, const int kind, const uint8_t* w, const uint8_t* scales,
+static inline void affine_rows_vnni(const int bits, const int32_t kind, const uint8_t* w, const uint8_t* scales,
                                     const uint8_t* biases, int32_t gs, int32_t blocks, int32_t rows, const int8_t* xq,
                                     const float* xd, const float* xg, const int32_t n, float* out, int32_t out_stride) {
     const __m512i zero = _mm512_setzero_si512();
@@ -312,41 +304,26 @@ static inline void affine_rows_vnni(const int bits, const int kind, const uint8_
     }
 }
 
-/* One copy per token count 1 … 8 (accumulators in registers), the general body for more. */
-#define FP_AFFINE_BY_TOKENS(BITS, KIND)                                                                              \
-    switch (n) {                                                                                                      \
-        case 1: affine_rows_vnni(BITS, KIND, w, scales, biases, gs, blocks, rows, xq, xd, xg, 1, out, out_stride); return; \
-        case 2: affine_rows_vnni(BITS, KIND, w, scales, biases, gs, blocks, rows, xq, xd, xg, 2, out, out_stride); return; \
-        case 3: affine_rows_vnni(BITS, KIND, w, scales, biases, gs, blocks, rows, xq, xd, xg, 3, out, out_stride); return; \
-        case 4: affine_rows_vnni(BITS, KIND, w, scales, biases, gs, blocks, rows, xq, xd, xg, 4, out, out_stride); return; \
-        case 5: affine_rows_vnni(BITS, KIND, w, scales, biases, gs, blocks, rows, xq, xd, xg, 5, out, out_stride); return; \
-        case 6: affine_rows_vnni(BITS, KIND, w, scales, biases, gs, blocks, rows, xq, xd, xg, 6, out, out_stride); return; \
-        case 7: affine_rows_vnni(BITS, KIND, w, scales, biases, gs, blocks, rows, xq, xd, xg, 7, out, out_stride); return; \
-        case 8: affine_rows_vnni(BITS, KIND, w, scales, biases, gs, blocks, rows, xq, xd, xg, 8, out, out_stride); return; \
-        default: affine_rows_vnni(BITS, KIND, w, scales, biases, gs, blocks, rows, xq, xd, xg, n, out, out_stride); return; \
-    }
-
+/*
+ * One copy per token count 1 … 8 (accumulators in registers), the general body for more. The scale type stays a
+ * run-time argument (a predictable branch per block pair): a copy per type as well would triple the library's build
+ * time, which every first use pays.
+ */
 #define FP_AFFINE_VNNI_ENTRY(BITS)                                                                                    \
     __attribute__((target(FP_VNNI)))                                                                                  \
-    static void affine##BITS##_f16_vnni(const uint8_t* w, const uint8_t* scales, const uint8_t* biases, int32_t gs,   \
-            int32_t blocks, int32_t rows, const int8_t* xq, const float* xd, const float* xg, int32_t n, float* out,  \
-            int32_t out_stride) { FP_AFFINE_BY_TOKENS(BITS, FP_SCALE_F16) }                                           \
-    __attribute__((target(FP_VNNI)))                                                                                  \
-    static void affine##BITS##_bf16_vnni(const uint8_t* w, const uint8_t* scales, const uint8_t* biases, int32_t gs,  \
-            int32_t blocks, int32_t rows, const int8_t* xq, const float* xd, const float* xg, int32_t n, float* out,  \
-            int32_t out_stride) { FP_AFFINE_BY_TOKENS(BITS, FP_SCALE_BF16) }                                          \
-    __attribute__((target(FP_VNNI)))                                                                                  \
-    static void affine##BITS##_f32_vnni(const uint8_t* w, const uint8_t* scales, const uint8_t* biases, int32_t gs,   \
-            int32_t blocks, int32_t rows, const int8_t* xq, const float* xd, const float* xg, int32_t n, float* out,  \
-            int32_t out_stride) { FP_AFFINE_BY_TOKENS(BITS, FP_SCALE_F32) }                                           \
-    __attribute__((target(FP_VNNI)))                                                                                  \
     FP_EXPORT void fp_affine##BITS##_rows_avx512vnni(const uint8_t* w, const uint8_t* scales, const uint8_t* biases,  \
-            int32_t scale_kind, int32_t gs, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,          \
+            int32_t kind, int32_t gs, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,               \
             const float* xg, int32_t n, float* out, int32_t out_stride) {                                             \
-        switch (scale_kind) {                                                                                         \
-            case FP_SCALE_F16: affine##BITS##_f16_vnni(w, scales, biases, gs, blocks, rows, xq, xd, xg, n, out, out_stride); return; \
-            case FP_SCALE_BF16: affine##BITS##_bf16_vnni(w, scales, biases, gs, blocks, rows, xq, xd, xg, n, out, out_stride); return; \
-            default: affine##BITS##_f32_vnni(w, scales, biases, gs, blocks, rows, xq, xd, xg, n, out, out_stride); return; \
+        switch (n) {                                                                                                  \
+            case 1: affine_rows_vnni(BITS, kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, 1, out, out_stride); return; \
+            case 2: affine_rows_vnni(BITS, kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, 2, out, out_stride); return; \
+            case 3: affine_rows_vnni(BITS, kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, 3, out, out_stride); return; \
+            case 4: affine_rows_vnni(BITS, kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, 4, out, out_stride); return; \
+            case 5: affine_rows_vnni(BITS, kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, 5, out, out_stride); return; \
+            case 6: affine_rows_vnni(BITS, kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, 6, out, out_stride); return; \
+            case 7: affine_rows_vnni(BITS, kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, 7, out, out_stride); return; \
+            case 8: affine_rows_vnni(BITS, kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, 8, out, out_stride); return; \
+            default: affine_rows_vnni(BITS, kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, n, out, out_stride); return; \
         }                                                                                                             \
     }
 
