@@ -92,6 +92,11 @@ final class CompareCommand implements Callable<Integer> {
     @Option(names = "--llamacpp-log", description = "echo llama.cpp's log to stderr")
     boolean llamacppLog;
 
+    @Option(names = "--forkpoint-model", paramLabel = "FILE|FOLDER",
+            description = "Forkpoint's rows (forkpoint, forkpoint-java) load this model instead of --model, e.g. the --model "
+                    + "GGUF converted to an MLX folder; the other engines keep --model, and those rows of the report say so")
+    Path forkpointModel;
+
     static final String FORKPOINT_HF = "forkpoint-hf";
 
     /** The export for Jlama and forkpoint-hf, while {@link #call()} runs (null when neither runs). */
@@ -102,6 +107,9 @@ final class CompareCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         if (!Files.isRegularFile(model)) throw new InvalidInputException("model file " + model + " does not exist");
+        if (forkpointModel != null && !Files.exists(forkpointModel)) {
+            throw new InvalidInputException("--forkpoint-model " + forkpointModel + " does not exist");
+        }
         if (forkpointOnly && llamacppOnly) throw new InvalidInputException("--forkpoint-only and --llamacpp-only exclude each other");
         if (runs < 1 || promptTokens < 2 || genTokens < 2 || batch < 1) {
             throw new InvalidInputException("--runs must be ≥ 1, --prompt-tokens and --gen-tokens ≥ 2, --batch ≥ 1");
@@ -179,12 +187,12 @@ final class CompareCommand implements Callable<Integer> {
         try {
             if (names.contains(ForkpointEngine.NAME)) {
                 // Loaded first, so its resident memory is measured before anything else runs.
-                engines.add(ForkpointEngine.load(model, threads, ctx, batch));
+                engines.add(ForkpointEngine.load(forkpointModel(), threads, ctx, batch));
                 System.out.println("forkpoint loaded (" + threads + " threads, kernels " + ((ForkpointEngine) engines.getLast()).kernels()
                         + "), resident " + gb(engines.getLast().residentKbAfterLoad()));
             }
             if (names.contains(ForkpointEngine.JAVA_KERNELS)) {
-                engines.add(ForkpointEngine.loadJavaKernels(model, threads, ctx, batch));
+                engines.add(ForkpointEngine.loadJavaKernels(forkpointModel(), threads, ctx, batch));
                 System.out.println(ForkpointEngine.JAVA_KERNELS + " loaded (" + threads + " threads, the Java kernels, same process)");
             }
             if (names.contains(CompareReport.BASELINE)) {
@@ -222,6 +230,9 @@ final class CompareCommand implements Callable<Integer> {
             for (BenchEngine e : engines) {
                 var r = CompareReport.EngineReport.measured(e.name(), e.residentKbAfterLoad(), e.residentKbNow(), counts.get(e), results.get(e));
                 if (e instanceof JlamaEngine) r = r.withNote(jlama.rowNote(jlamaNote));
+                if (forkpointModel != null && (e.name().equals(ForkpointEngine.NAME) || e.name().equals(ForkpointEngine.JAVA_KERNELS))) {
+                    r = r.withNote("on --forkpoint-model " + forkpointModel + ", not the other rows' " + model);
+                }
                 if (e.name().equals(ForkpointEngine.HF_FOLDER)) {
                     r = r.withNote("the folder exported for Jlama (same weights); shares the process with forkpoint, so its resident memory is not its own");
                 }
@@ -231,6 +242,11 @@ final class CompareCommand implements Callable<Integer> {
         } finally {
             for (BenchEngine e : engines) e.close();
         }
+    }
+
+    /** The model Forkpoint's own rows load: --forkpoint-model, else --model. */
+    private Path forkpointModel() {
+        return forkpointModel != null ? forkpointModel : model;
     }
 
     private static void deleteTree(Path root) {

@@ -3,6 +3,7 @@ package dev.forkpoint.engine;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.forkpoint.TestData;
+import dev.forkpoint.backend.KernelChoice;
 import dev.forkpoint.backend.KvStore;
 import dev.forkpoint.convert.MlxOptions;
 import dev.forkpoint.convert.ModelConverter;
@@ -30,6 +31,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * expert split or an unshifted norm moves them by the logits' whole spread, about 5); at both widths the quantised
  * folder computes what its dequantised values computed in F32 do (within 0.5: the quantised kernels' own rounding
  * is about 0.15 here), so loader and kernels read every module as written.
+ * <p>On the native kernels (the default where a C compiler built them) the prompt's prefill rounds its activations to
+ * int8, as the Java decode kernels do for up to 16 tokens, instead of multiplying floats: the prompt logits must then
+ * equal the Java kernels' fed 16 tokens at a time (within 1e-3; measured ≤ 7e-6), the folder's dequantised
+ * values are within 2.0 (measured 0.7–1.6: int8 activations through this model's tenfold amplification; a misread
+ * module moves them by about 5), and the first greedy id is not checked: the dense model's flips on those int8
+ * activations on the Java kernels too (its margin in the float model is 0.18).
  */
 class HybridMlxGreedyTest {
     @TempDir
@@ -58,6 +65,21 @@ class HybridMlxGreedyTest {
         }
     }
 
+    /** The prompt's logits on the Java kernels, prefilled {@code batch} tokens at a time. */
+    static float[] javaPromptLogits(Path folder, int[] prompt, int batch) throws Exception {
+        try (LoadedModel model = LoadedModel.load(folder, 2, LoadProgress.NONE, EngineOptions.defaults().withKernels(KernelChoice.JAVA));
+             SequenceKv s = model.pool().newSequence()) {
+            return model.prefill(prompt, model.newKvStore(s), batch);
+        }
+    }
+
+    /** The CPU kernels a folder loads with ("java", "native avx512vnni", …). */
+    static String kernels(Path folder) throws Exception {
+        try (LoadedModel model = LoadedModel.load(folder, 1, LoadProgress.NONE)) {
+            return model.kernels();
+        }
+    }
+
     @ParameterizedTest
     @CsvSource({"dense, 8", "moe, 8", "dense, 4", "moe, 4"})
     void convertedModelDecodesWhatItsValuesSay(String m, int bits) throws Exception {
@@ -80,11 +102,22 @@ class HybridMlxGreedyTest {
         System.out.printf(java.util.Locale.ROOT, "HybridMlxGreedyTest %s %d-bit: %d of %d greedy ids agree with the reference;"
                         + " prompt logits vs float model max %.3f rms %.3f; vs its dequantised values max %.3f%n",
                 m, bits, agree, expected.length, vsFloat[0], vsFloat[1], vsValues[0]);
-        assertTrue(vsValues[0] <= 0.5, m + " " + bits + "-bit: logits differ by " + vsValues[0] + " from the folder's dequantised values");
+        String kernels = kernels(out);
+        boolean int8Prefill = !kernels.equals("java");
+        if (int8Prefill) {
+            double[] vsJavaDecode = maxAndRms(javaPromptLogits(out, prompt, 16), promptLogits(out, prompt));
+            System.out.printf(java.util.Locale.ROOT, "HybridMlxGreedyTest %s %d-bit: kernels %s, prompt logits vs the Java kernels 16 tokens at a time: max %.2e%n",
+                    m, bits, kernels, vsJavaDecode[0]);
+            assertTrue(vsJavaDecode[0] <= 1e-3, m + " " + bits + "-bit: " + kernels + " prompt logits differ by " + vsJavaDecode[0]
+                    + " from the Java kernels' on the same int8 activations");
+        }
+        double bound = int8Prefill ? 2.0 : 0.5;
+        assertTrue(vsValues[0] <= bound, m + " " + bits + "-bit (kernels " + kernels + "): logits differ by " + vsValues[0]
+                + " from the folder's dequantised values (bound " + bound + ")");
         if (bits == 8) {
             assertTrue(vsFloat[1] <= 0.5 && vsFloat[0] <= 2.0, m + " 8-bit: logits differ from the float model's by " + vsFloat[0]
                     + " (rms " + vsFloat[1] + ")");
-            assertTrue(agree >= 1, m + " 8-bit: the first greedy id differs\n expected " + java.util.Arrays.toString(expected)
+            assertTrue(int8Prefill || agree >= 1, m + " 8-bit: the first greedy id differs\n expected " + java.util.Arrays.toString(expected)
                     + "\n got      " + java.util.Arrays.toString(got));
         }
     }

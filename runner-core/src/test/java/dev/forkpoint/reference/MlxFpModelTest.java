@@ -58,7 +58,8 @@ import static org.junit.jupiter.api.Assertions.*;
  * dequantised values (written as an F32 folder and converted to GGUF): the fp kernels multiply float activations by
  * exactly those values, so the logits must agree to float32 rounding, the F32 bound 1e-4 (relative L2), for 12
  * tokens (the decode kernels) and 40 (the prefill GEMM). A folder with per-module entries mixing modes (nvfp4,
- * affine, float) is checked the same way (its affine module's decode kernel rounds activations to int8: 5e-2 there).
+ * affine, float) is checked the same way (its affine module's decode kernel rounds activations to int8: 5e-2 there,
+ * and at 40 tokens too when the native kernels run, which round them at every token count).
  * {@code convert --to gguf} of each folder gives the dequantised twin's floats bit for bit. Broken folders are refused
  * naming file and tensor. The same folders as Ollama stores its {@code -mlx} models (tensor blobs {@code P.weight},
  * {@code P.weight.scale}, {@code P.weight.bias}, the type in the blob's {@code quant_type} metadata or per tensor
@@ -210,7 +211,10 @@ class MlxFpModelTest {
                 int[] t = tokens(n);
                 double[] expected = reference.lastLogits(t);
                 float[] actual = engine.logits(t);
-                double error = ReferenceLogits.relativeL2(actual, expected), bound = n <= 16 ? decodeBound : 1e-4;
+                // 40 tokens: the float GEMM on the Java kernels; the native affine kernels round activations to int8
+                // at every token count, so an affine module keeps its decode bound there
+                boolean int8Activations = n <= 16 || !engine.kernels().equals("java");
+                double error = ReferenceLogits.relativeL2(actual, expected), bound = int8Activations ? decodeBound : 1e-4;
                 System.out.printf("MlxFpModelTest %-28s %2d tokens: error %.2e (bound %.0e)%n", folders[0].getFileName(), n, error, bound);
                 assertTrue(error < bound, folders[0].getFileName() + ", " + n + " tokens: relative L2 error " + error + " ≥ " + bound);
                 assertArrayEquals(ReferenceLogits.topIds(expected, 5), ReferenceLogits.topIds(actual, 5), "top-5 ids");

@@ -27,7 +27,7 @@ import java.util.concurrent.TimeUnit;
  * matrix with BF16 scales and biases (as mlx-community models of BF16 originals store them), quantised with
  * {@link AffineCodec}; {@code MXFP4}, {@code NVFP4} and {@code MXFP8} are MLX's floating-point modes, quantised with
  * {@link FpCodec} (MLX's rule). {@code kernels} chooses the CPU kernels of the GGML types as {@code --kernels} does
- * ({@code java}, {@code native}, {@code auto}; the native C kernels cover Q8_0, Q4_0, Q4_K and Q6_K), e.g.
+ * ({@code java}, {@code native}, {@code auto}; the native C kernels cover Q8_0, Q4_0, Q4_K, Q6_K and MLX affine 4 and 8 bits), e.g.
  * {@code -p kernels=java,native}.
  */
 @State(Scope.Benchmark)
@@ -95,7 +95,7 @@ public class MatmulBench {
         float[] w = new float[rows * cols];
         for (int i = 0; i < w.length; i++) w[i] = (float) (rnd.nextGaussian() * 0.02);
         AffineTensor t = AffineCodec.quantize(w, rows, cols, f, GgmlType.BF16).toTensor("bench.weight", GgmlType.BF16, arena);
-        matrix = PackedMatrix.of(t);
+        matrix = PackedMatrix.of(t, KernelChoice.parse(kernels));
         for (int i = 0; i < x.length; i++) x[i] = (float) rnd.nextGaussian();
         long bytes = t.packed().byteSize() + t.scales().byteSize() + t.biases().byteSize();
         System.out.printf("%n[%s %s] matrix bytes: %d, flops per call: %d%n", type, shape, bytes, 2L * rows * cols * tokens);

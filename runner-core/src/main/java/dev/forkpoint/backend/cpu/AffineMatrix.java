@@ -44,6 +44,11 @@ import static dev.forkpoint.backend.cpu.KernelSupport.LE;
  * is written out in place (no helpers taking or returning vectors: at 128 bits C2 stops inlining them and boxes).
  * <p><b>Prefill</b> goes through {@link FloatGemm} on the float activations, dequantising four rows at a time with
  * {@link #dequantizeRow} (vectorised at 4 and 8 bits).
+ * <p><b>Native kernels</b> ({@link NativeKernels#affine}, {@code native/cpu/forkpoint_affine.c}): with them, 4- and
+ * 8-bit matrices multiply every token count, decode and prefill alike, on the same Q8_0 activations and the same
+ * group sums X_g as the Java decode kernel, as Σ_k (s_g·d_k)·Σ q·q_x + Σ_g b_g·X_g (integer block sums exact; the
+ * float terms in the kernel's own lane order, so native and Java decode differ only by float rounding); a token's
+ * results then never depend on the token count ({@link #invariantTokens}). 2, 3, 5 and 6 bits stay on the Java kernels.
  */
 final class AffineMatrix implements PackedMatrix {
     private static final VectorSpecies<Short> S = KernelSupport.S;
@@ -72,8 +77,14 @@ final class AffineMatrix implements PackedMatrix {
     private final int groupShift;  // log2(group size / 32): block → group
     private final long rowBytes;
     private final int scaleKind;   // 0 F32, 1 F16, 2 BF16
+    private final NativeKernels nativeKernels;   // null: the Java kernels (always at 2, 3, 5, 6 bits)
 
     AffineMatrix(AffineTensor t) {
+        this(t, null);
+    }
+
+    /** With {@code nativeKernels} (null: none), which then multiply every token count at 4 and 8 bits. */
+    AffineMatrix(AffineTensor t, NativeKernels nativeKernels) {
         AffineFormat f = t.format();
         this.tensor = t;
         this.packed = t.packed();
@@ -91,7 +102,15 @@ final class AffineMatrix implements PackedMatrix {
             case BF16 -> 2;
             default -> 0;
         };
+        this.nativeKernels = bits == 4 || bits == 8 ? nativeKernels : null;
     }
+
+    public int invariantTokens() {
+        return NativeKernels.invariantTokens(nativeKernels);
+    }
+
+    /** Which kernels multiply: "java", or the native variant ("native avx512vnni"). */
+    String kernels() { return nativeKernels == null ? "java" : "native " + nativeKernels.variant().suffix; }
 
     public String typeName() { return tensor.format().typeName(); }
     public int rows() { return rows; }
@@ -100,6 +119,16 @@ final class AffineMatrix implements PackedMatrix {
 
     public void multiplyRows(int firstRow, int rowCount, float[] x, int n, float[] out, WorkerPool pool) {
         KernelSupport.checkMultiply(this, firstRow, rowCount, x, n, out);
+        if (nativeKernels != null) {   // decode and prefill alike: a token's results do not depend on n
+            Q8Activations a = Q8Activations.q8_0(x, n, cols);
+            float[] d = a.d();
+            float[] xs = groupSums(a.q(), d, n);
+            byte[] codes = bits == 4 ? nibbleOrder(a.q()) : a.codes();
+            pool.runRanges(rowCount, KernelSupport.parts(pool), 8, (from, to) -> nativeKernels.affine(bits, packed, scales,
+                    biases, scaleKind, groupShift, rowBytes, groups, firstRow + from, to - from, blocks, codes, d, xs, n,
+                    out, from, rowCount));
+            return;
+        }
         if (KernelSupport.gemm(n)) {
             FloatGemm.multiply(this, firstRow, rowCount, x, n, out, pool);
             return;
@@ -147,6 +176,21 @@ final class AffineMatrix implements PackedMatrix {
             }
         }
         return xs;
+    }
+
+    /**
+     * The native 4-bit kernels' activation order, as bytes: per block of 32, the 16 even-indexed quants (which meet the
+     * codes' low nibbles), then the 16 odd-indexed ones (high nibbles).
+     */
+    private static byte[] nibbleOrder(short[] q) {
+        byte[] p = new byte[q.length];
+        for (int c = 0; c < q.length; c += 32) {
+            for (int i = 0; i < 16; i++) {
+                p[c + i] = (byte) q[c + 2 * i];
+                p[c + 16 + i] = (byte) q[c + 2 * i + 1];
+            }
+        }
+        return p;
     }
 
     /** The 4-bit kernel's activation order: per 2·WL quants, the WL even-indexed ones, then the WL odd-indexed ones. */

@@ -34,7 +34,8 @@ public final class CpuBackend implements Backend {
     }
 
     /**
-     * A backend with {@code threads} threads whose quantised matrices (Q8_0, Q4_0, Q4_K, Q6_K) multiply on the
+     * A backend with {@code threads} threads whose quantised matrices (Q8_0, Q4_0, Q4_K, Q6_K, MLX affine 4 and 8
+     * bits) multiply on the
      * kernels {@code kernels} selects: {@code native} refuses (naming --kernels) when no C compiler built them,
      * {@code auto} falls back to Java (said once).
      */
@@ -70,7 +71,7 @@ public final class CpuBackend implements Backend {
     }
 
     private Weight affine(AffineTensor t) {
-        AffineMatrix m = new AffineMatrix(t);
+        AffineMatrix m = new AffineMatrix(t, nativeKernels);
         return matrix(t.name(), m.typeName(), m, null);
     }
 

@@ -22,7 +22,7 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 /**
  * The native CPU kernels ({@code native/cpu/forkpoint_kernels.c}: Q8_0, Q4_0; {@code forkpoint_kquants.c}: Q4_K,
- * Q6_K) loaded through FFM: one instruction-set
+ * Q6_K; {@code forkpoint_affine.c}: MLX affine 4 and 8 bits) loaded through FFM: one instruction-set
  * {@link Variant} of the library {@link NativeBuild} made, its functions bound as critical downcalls (no thread-state
  * transition; heap arrays passed in place, no copies). Each call computes one slice of rows; the Java worker pool does
  * the threading. The library and its variant are found once per process ({@link #forChoice}); a choice that cannot be
@@ -51,6 +51,13 @@ final class NativeKernels {
     /** void fp_attn_fold(const float* partials, int32_t blocks, int32_t stride, int32_t heads, int32_t head_dim, float* out, float* scratch) */
     private static final FunctionDescriptor ATTN_FOLD = FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT,
             ADDRESS, ADDRESS);
+    /**
+     * The MLX affine kernels': void f(const uint8_t* codes, const uint8_t* scales, const uint8_t* biases, int scaleKind,
+     * int groupShift, int blocks, int rows, const int8_t* xq, const float* xd, const float* xg, int n, float* out,
+     * int stride), xg the activations' per-group sums X_g.
+     */
+    private static final FunctionDescriptor AFFINE_ROWS = FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, ADDRESS, JAVA_INT,
+            JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_INT, ADDRESS, JAVA_INT);
     static final int ABI_VERSION = 1;
 
     /** An instruction-set variant of the kernels: its symbol suffix and the feature bit fp_cpu_features sets for it. */
@@ -78,6 +85,8 @@ final class NativeKernels {
     private final MethodHandle q6_K;
     private final MethodHandle attn;
     private final MethodHandle attnFold;
+    private final MethodHandle affine4;
+    private final MethodHandle affine8;
 
     private NativeKernels(Library library, Variant variant) {
         this.variant = variant;
@@ -87,6 +96,8 @@ final class NativeKernels {
         this.q6_K = bind(library, "fp_q6_k_rows_" + variant.suffix, K_ROWS);
         this.attn = bind(library, "fp_attn_" + variant.suffix, ATTN);
         this.attnFold = bind(library, "fp_attn_fold_" + variant.suffix, ATTN_FOLD);
+        this.affine4 = bind(library, "fp_affine4_rows_" + variant.suffix, AFFINE_ROWS);
+        this.affine8 = bind(library, "fp_affine8_rows_" + variant.suffix, AFFINE_ROWS);
     }
 
     /**
@@ -246,6 +257,49 @@ final class NativeKernels {
     void attentionFold(MemorySegment partials, int blocks, int stride, int heads, int headDim, MemorySegment out, MemorySegment scratch) {
         try {
             attnFold.invokeExact(partials, blocks, stride, heads, headDim, out, scratch);
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    /**
+     * Rows of an MLX affine matrix at {@code bits} 4 or 8 times any number of tokens of Q8_0 activations, as
+     * {@link #q8_0}: the {@code rows} rows from {@code firstRow} on of the codes {@code packed} ({@code rowBytes} each),
+     * {@code scales} and {@code biases} ({@code groups} values per row of {@code scaleKind} 0 F32, 1 F16, 2 BF16),
+     * groups of 32·2^{@code groupShift} elements; {@code xq} the activation codes (at 4 bits each block's even-indexed
+     * codes, then its odd-indexed ones), {@code xd} their block scales, {@code xg} per token and group X_g = Σ d_k·Σ x.
+     */
+    void affine(int bits, MemorySegment packed, MemorySegment scales, MemorySegment biases, int scaleKind, int groupShift,
+                long rowBytes, int groups, int firstRow, int rows, int blocks, byte[] xq, float[] xd, float[] xg, int n,
+                float[] out, int outOffset, int outStride) {
+        MethodHandle h = switch (bits) {
+            case 4 -> affine4;
+            case 8 -> affine8;
+            default -> throw new IllegalArgumentException("no native affine kernel for " + bits + " bits");
+        };
+        if (n < 1 || rows < 0 || firstRow < 0 || scaleKind < 0 || scaleKind > 2 || groupShift < 0 || groupShift > 2
+                || groups << groupShift != blocks || rowBytes != (long) blocks * 4 * bits
+                || (long) n * blocks * 32 > xq.length || (long) n * blocks > xd.length || (long) n * groups > xg.length
+                || outOffset < 0 || (rows > 0 && (long) outOffset + (long) (n - 1) * outStride + rows > out.length)) {
+            throw new IllegalArgumentException("native kernel arguments out of range: n " + n + ", rows " + rows + ", blocks " + blocks);
+        }
+        if (rows == 0) return;
+        long valueBytes = scaleKind == 0 ? 4 : 2;
+        // the slices check the weights' bounds: the C code trusts its arguments
+        MemorySegment codes = packed.asSlice(firstRow * rowBytes, rows * rowBytes);
+        MemorySegment s = scales.asSlice(firstRow * groups * valueBytes, (long) rows * groups * valueBytes);
+        MemorySegment b = biases.asSlice(firstRow * groups * valueBytes, (long) rows * groups * valueBytes);
+        MemorySegment x = MemorySegment.ofArray(xq), d = MemorySegment.ofArray(xd), sums = MemorySegment.ofArray(xg);
+        MemorySegment results = MemorySegment.ofArray(out);
+        try {
+            for (int t0 = 0; t0 < n; t0 += MAX_TOKENS) {
+                int count = Math.min(MAX_TOKENS, n - t0);
+                h.invokeExact(codes, s, b, scaleKind, groupShift, blocks, rows, x.asSlice((long) t0 * blocks * 32),
+                        d.asSlice(4L * t0 * blocks), sums.asSlice(4L * t0 * groups), count,
+                        results.asSlice(4L * ((long) t0 * outStride + outOffset)), outStride);
+            }
         } catch (RuntimeException | Error e) {
             throw e;
         } catch (Throwable t) {

@@ -57,6 +57,16 @@ public interface PackedMatrix {
         return new AffineMatrix(t);
     }
 
+    /** {@link #of(AffineTensor)} on the kernels {@code kernels} chooses (native at 4 and 8 bits): for benchmarks of one matrix. */
+    static PackedMatrix of(AffineTensor t, dev.forkpoint.backend.KernelChoice kernels) {
+        return of(t, NativeKernels.forChoice(kernels).orElse(null));
+    }
+
+    /** {@link #of(AffineTensor)} with the native kernels (used at 4 and 8 bits); null: the Java kernels. */
+    static PackedMatrix of(AffineTensor t, NativeKernels nativeKernels) {
+        return new AffineMatrix(t, nativeKernels);
+    }
+
     /** The matrix view of an MLX mxfp4 / nvfp4 / mxfp8 tensor, read in place (its sizes were checked when it was made). */
     static PackedMatrix of(FpTensor t) {
         return new FpMatrix(t);
