@@ -13,7 +13,6 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 import java.lang.foreign.Arena;
 import java.util.Arrays;
-import java.util.Optional;
 import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.*;
@@ -48,12 +47,7 @@ class NativeAffineKernelTest {
     static void stop() { pool.close(); }
 
     private static NativeKernels kernels(NativeKernels.Variant v) {
-        Object library = NativeKernels.library(System.getenv());
-        Assumptions.assumeTrue(library instanceof NativeKernels.Library, () -> "native kernels not built here: " + library);
-        Optional<NativeKernels> k = NativeKernels.variant(v);
-        if (k.isEmpty()) System.err.println("NativeAffineKernelTest: variant " + v + " not runnable on this CPU (or not built for it): skipped");
-        Assumptions.assumeTrue(k.isPresent(), () -> v + " does not run here");
-        return k.get();
+        return NativeVariants.kernels(v, NativeAffineKernelTest.class);
     }
 
     /** A matrix of the given codes, scales and biases (each exactly representable in the scale type). */

@@ -2,7 +2,6 @@ package dev.forkpoint.backend.cpu;
 
 import dev.forkpoint.kvcache.KvElementType;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -10,7 +9,6 @@ import org.junit.jupiter.params.provider.MethodSource;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Optional;
 import java.util.SplittableRandom;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
@@ -41,12 +39,7 @@ class NativeAttentionTest {
     }
 
     private static NativeKernels kernels(NativeKernels.Variant v) {
-        Object library = NativeKernels.library(System.getenv());
-        Assumptions.assumeTrue(library instanceof NativeKernels.Library, () -> "native kernels not built here: " + library);
-        Optional<NativeKernels> k = NativeKernels.variant(v);
-        if (k.isEmpty()) System.err.println("NativeAttentionTest: variant " + v + " not runnable on this CPU (or not built for it): skipped");
-        Assumptions.assumeTrue(k.isPresent(), () -> v + " does not run here");
-        return k.get();
+        return NativeVariants.kernels(v, NativeAttentionTest.class);
     }
 
     /** (heads, kvHeads, headDim, length, page size, type) for every variant. */

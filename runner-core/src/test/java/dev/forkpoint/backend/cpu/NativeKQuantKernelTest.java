@@ -4,7 +4,6 @@ import dev.forkpoint.tensor.GgmlTensor;
 import dev.forkpoint.tensor.GgmlType;
 import dev.forkpoint.tensor.Quantization;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -14,7 +13,6 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.util.Arrays;
-import java.util.Optional;
 import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.*;
@@ -49,12 +47,7 @@ class NativeKQuantKernelTest {
     static void stop() { pool.close(); }
 
     private static NativeKernels kernels(NativeKernels.Variant v) {
-        Object library = NativeKernels.library(System.getenv());
-        Assumptions.assumeTrue(library instanceof NativeKernels.Library, () -> "native kernels not built here: " + library);
-        Optional<NativeKernels> k = NativeKernels.variant(v);
-        if (k.isEmpty()) System.err.println("NativeKQuantKernelTest: variant " + v + " not runnable on this CPU (or not built for it): skipped");
-        Assumptions.assumeTrue(k.isPresent(), () -> v + " does not run here");
-        return k.get();
+        return NativeVariants.kernels(v, NativeKQuantKernelTest.class);
     }
 
     private static int bytes(GgmlType type) {

@@ -43,12 +43,7 @@ class NativeKernelTest {
     static void stop() { pool.close(); }
 
     private static NativeKernels kernels(NativeKernels.Variant v) {
-        Object library = NativeKernels.library(System.getenv());
-        Assumptions.assumeTrue(library instanceof NativeKernels.Library, () -> "native kernels not built here: " + library);
-        Optional<NativeKernels> k = NativeKernels.variant(v);
-        if (k.isEmpty()) System.err.println("NativeKernelTest: variant " + v + " not runnable on this CPU (or not built for it): skipped");
-        Assumptions.assumeTrue(k.isPresent(), () -> v + " does not run here");
-        return k.get();
+        return NativeVariants.kernels(v, NativeKernelTest.class);
     }
 
     private static MemorySegment quantized(GgmlType type, float[] w) {
