@@ -7,6 +7,7 @@ import dev.forkpoint.engine.Scheduler;
 import dev.forkpoint.engine.SchedulerOptions;
 import dev.forkpoint.store.DefaultModel;
 import dev.forkpoint.store.ModelResolver;
+import dev.forkpoint.store.ModelStore;
 import dev.forkpoint.store.OllamaName;
 
 import java.io.IOException;
@@ -60,6 +61,7 @@ public final class ModelRegistry implements AutoCloseable {
         int users;
         long expiresAt = Long.MAX_VALUE;   // nanoTime
         long lastUsed;                     // nanoTime of the last release
+        boolean retired;                   // deleted or replaced in the store: unloaded when its last user leaves
 
         Entry(String name, Path path, String digest) {
             this.name = name;
@@ -326,7 +328,21 @@ public final class ModelRegistry implements AutoCloseable {
             throw ex;
         }
         long nanos = System.nanoTime() - t0;
-        e.served = new ServedModel(e.name, e.path, e.digest, model, scheduler, metrics, nanos);
+        ModelStore.Extras extras = ModelStore.Extras.NONE;
+        if (e.path.toAbsolutePath().normalize().startsWith(resolver.store().toAbsolutePath().normalize())) {
+            try {
+                extras = ModelStore.extras(resolver.store(), OllamaName.parse(e.name));
+            } catch (InvalidInputException ignored) {
+                // a file name, not a store name
+            }
+        }
+        try {
+            e.served = new ServedModel(e.name, e.path, e.digest, model, scheduler, metrics, nanos, extras);
+        } catch (RuntimeException | Error ex) {
+            scheduler.close();
+            model.close();
+            throw ex;
+        }
         LOG.log(System.Logger.Level.INFO, String.format(Locale.ROOT, "loaded %s (%s) in %.0f ms", e.name, e.path, nanos / 1e6));
         if (model.numCtxClamped()) {
             LOG.log(System.Logger.Level.WARNING, "num_ctx " + model.requestedNumCtx() + " (--num-ctx / OLLAMA_CONTEXT_LENGTH) is more than "
@@ -343,7 +359,7 @@ public final class ModelRegistry implements AutoCloseable {
             e.lastUsed = System.nanoTime();
             if (pinned) return;
             e.expiresAt = keep.isNegative() ? Long.MAX_VALUE : System.nanoTime() + keep.toNanos();
-            if (e.users == 0 && keep.isZero()) unload(e);
+            if (e.users == 0 && (keep.isZero() || e.retired)) unload(e);
         } finally {
             e.lock.unlock();
         }
@@ -362,6 +378,29 @@ public final class ModelRegistry implements AutoCloseable {
             }
         }
     }
+
+    /**
+     * Forgets the store model {@code name} after it was deleted or replaced in the store (as Ollama unloads a deleted
+     * model): unloaded now when idle, else when its running requests end; the next request resolves the name afresh.
+     */
+    public void forget(String name) {
+        if (pinned) return;
+        for (String key : List.copyOf(entries.keySet())) {
+            if (!key.equalsIgnoreCase(name)) continue;
+            Entry e = entries.remove(key);
+            if (e == null) continue;
+            e.lock.lock();
+            try {
+                e.retired = true;
+                if (e.users == 0) unload(e);
+            } finally {
+                e.lock.unlock();
+            }
+        }
+    }
+
+    /** The store the server reads ({@code OLLAMA_MODELS}). */
+    public Path storeRoot() { return resolver.store(); }
 
     /** Unloads e (lock held). */
     private void unload(Entry e) {
