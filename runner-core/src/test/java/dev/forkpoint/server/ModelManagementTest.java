@@ -148,6 +148,32 @@ class ModelManagementTest {
         }
     }
 
+    @Test
+    void blobUploadsStreamToDiskBeyondTheRequestBodyLimit() throws Exception {
+        Path store = dir.resolve("models");
+        ServerConfig config = ServerConfig.defaults().withPort(0).withThreads(1)
+                .withEnv(Map.of("OLLAMA_MODELS", store.toString(), "HOME", dir.toString()));
+        byte[] big = new byte[(int) ServerConfig.DEFAULT_MAX_BODY_BYTES + (1 << 20)];
+        for (int i = 0; i < big.length; i += 4096) big[i] = (byte) (i >> 12);
+        String digest = sha256(big);
+        try (ForkpointServer server = ForkpointServer.start(config, List.of(new OllamaApi()))) {
+            HttpClient http = HttpClient.newHttpClient();
+            var head = http.send(HttpRequest.newBuilder(URI.create(server.address() + "/api/blobs/" + digest))
+                    .method("HEAD", HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.discarding());
+            assertEquals(404, head.statusCode());
+            var r = http.send(HttpRequest.newBuilder(URI.create(server.address() + "/api/blobs/" + digest))
+                    .POST(HttpRequest.BodyPublishers.ofByteArray(big)).build(), HttpResponse.BodyHandlers.ofString());
+            assertEquals(201, r.statusCode(), r.body());
+            assertEquals(digest, sha256(Files.readAllBytes(store.resolve("blobs").resolve(digest.replace(':', '-')))));
+            var notGguf = send(http, server, "POST", "/api/create", "{\"model\":\"x\",\"files\":{\"x.gguf\":\"" + digest + "\"}}");
+            assertEquals(400, notGguf.statusCode(), notGguf.body());
+            assertTrue(notGguf.body().contains("not a GGUF file"), notGguf.body());
+            try (Stream<Path> s = Files.list(store.resolve("blobs"))) {
+                assertEquals(1, s.count(), "no temporary file is left");
+            }
+        }
+    }
+
     private static List<String> listing(Path store) throws Exception {
         try (Stream<Path> s = Files.walk(store)) {
             return s.map(p -> store.relativize(p).toString()).sorted().toList();

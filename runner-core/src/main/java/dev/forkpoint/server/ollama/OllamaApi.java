@@ -102,7 +102,7 @@ public final class OllamaApi implements ServerApi {
         routes.post("/api/pull", ctx -> noRegistry(ctx, "pull"));
         routes.post("/api/push", ctx -> noRegistry(ctx, "push"));
         routes.post("/api/blobs/{digest}", this::putBlob);
-        routes.open(HandlerType.HEAD, "/api/blobs/{digest}", ctx -> ctx.status(store().hasBlob(ctx.pathParam("digest")) ? 200 : 404));
+        routes.head("/api/blobs/{digest}", ctx -> ctx.status(store().hasBlob(ctx.pathParam("digest")) ? 200 : 404));
     }
 
     static void renderError(Context ctx, ApiError e) {
