@@ -87,6 +87,9 @@ public final class ChatTemplate {
         return new ChatTemplate(null, tokenizer, null, template);
     }
 
+    /** The store's TEMPLATE layer this template runs, or null when it is the GGUF's (or the plain format). */
+    public String ollamaSource() { return ollama == null ? null : ollama.source(); }
+
     /** The Jinja source, or null for the plain format. */
     public String source() { return source; }
 

@@ -82,6 +82,11 @@ class ModelManagementTest {
                     + "\"options\":{\"num_predict\":9}}"));
             assertEquals(9, longer.get("eval_count").asInt(), "a request's options override the model's PARAMETERs");
             expected = gen.get("response").asText();
+            JsonNode show = json(send(http, server, "POST", "/api/show", "{\"model\":\"stories:test\"}"));
+            assertEquals("Once upon a time", show.get("system").asText());
+            assertEquals("{{ if .System }}{{ .System }}, {{ end }}{{ .Prompt }}", show.get("template").asText());
+            assertTrue(show.get("parameters").asText().contains("stop                           \"###\""), show.get("parameters").asText());
+            assertTrue(show.get("modelfile").asText().contains("PARAMETER temperature 0\n"), show.get("modelfile").asText());
         }
         // after a restart: listed and served the same
         try (ForkpointServer server = ForkpointServer.start(config, List.of(new OllamaApi()))) {
