@@ -48,6 +48,7 @@ public final class ModelRegistry implements AutoCloseable {
     private final ModelResolver resolver;
     private final boolean pinned;
     private final Map<String, Entry> entries = new ConcurrentHashMap<>();   // by canonical name
+    private final java.util.Set<Entry> retiring = ConcurrentHashMap.newKeySet();   // forgotten while in use, still loaded
     private final Map<String, String> aliases = new LinkedHashMap<>();      // pinned: lower-case alias → canonical
     private final ScheduledExecutorService reaper;
     private final ReentrantLock loading = new ReentrantLock();   // with max_loaded_models: making room and loading
@@ -184,7 +185,9 @@ public final class ModelRegistry implements AutoCloseable {
     /** The loaded models now. */
     public List<ServedModel> loaded() {
         List<ServedModel> out = new ArrayList<>();
-        for (Entry e : entries.values()) {
+        List<Entry> all = new ArrayList<>(entries.values());
+        all.addAll(retiring);
+        for (Entry e : all) {
             ServedModel s = e.served;
             if (s != null) out.add(s);
         }
@@ -393,6 +396,7 @@ public final class ModelRegistry implements AutoCloseable {
             try {
                 e.retired = true;
                 if (e.users == 0) unload(e);
+                else if (e.served != null) retiring.add(e);
             } finally {
                 e.lock.unlock();
             }
@@ -405,6 +409,7 @@ public final class ModelRegistry implements AutoCloseable {
     /** Unloads e (lock held). */
     private void unload(Entry e) {
         ServedModel s = e.served;
+        retiring.remove(e);
         if (s == null) return;
         e.served = null;
         e.expiresAt = Long.MAX_VALUE;
@@ -422,7 +427,9 @@ public final class ModelRegistry implements AutoCloseable {
     @Override
     public void close() {
         if (reaper != null) reaper.shutdownNow();
-        for (Entry e : entries.values()) {
+        List<Entry> all = new ArrayList<>(entries.values());
+        all.addAll(retiring);
+        for (Entry e : all) {
             e.lock.lock();
             try {
                 unload(e);

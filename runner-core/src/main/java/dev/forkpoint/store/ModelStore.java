@@ -92,7 +92,7 @@ public final class ModelStore {
                     layers.add(new Layer(ModelResolver.MODEL_MEDIA_TYPE, d, Files.size(ggufBlob)));
                 } else if (spec.from() == null || spec.from().isBlank()) {
                     throw new InvalidInputException("from: a FROM model or GGUF file is required");
-                } else if (ModelResolver.looksLikePath(spec.from()) || Files.exists(Path.of(spec.from()))) {
+                } else if (isPath(spec.from())) {
                     Path file = Path.of(spec.from().startsWith("~/") ? System.getProperty("user.home") + spec.from().substring(1) : spec.from());
                     if (Files.isDirectory(file)) {
                         throw new InvalidInputException("from: " + file + " is a folder; Forkpoint creates models from a GGUF file"
@@ -139,7 +139,10 @@ public final class ModelStore {
                 m.set("config", layerJson(config));
                 ArrayNode a = m.putArray("layers");
                 for (Layer l : layers) a.add(layerJson(l));
-                writeAtomically(manifestPath(target), JSON.writeValueAsBytes(m));
+                Path manifestFile = manifestPath(target);
+                Set<String> replaced = Files.isRegularFile(manifestFile) ? digests(manifestFile) : Set.of();
+                writeAtomically(manifestFile, JSON.writeValueAsBytes(m));
+                pruneUnreferenced(replaced);   // the replaced model's blobs that nothing uses any more
             } catch (IOException | RuntimeException e) {
                 for (Path p : added) {
                     try {
@@ -182,14 +185,7 @@ public final class ModelStore {
         synchronized (LOCK) {
             Path manifest = resolver.manifest(n).orElseThrow(() -> new ModelMissingException("model '" + name + "' not found"));
             try {
-                Set<String> digests = new HashSet<>();
-                try {
-                    JsonNode root = JSON.readTree(manifest.toFile());
-                    digests.add(root.path("config").path("digest").asText());
-                    for (JsonNode l : root.path("layers")) digests.add(l.path("digest").asText());
-                } catch (IOException ignored) {
-                    // a broken manifest: deleted, its blobs left to a prune
-                }
+                Set<String> digests = digests(manifest);
                 String canonical = manifestName(manifest);
                 Files.delete(manifest);
                 for (Path dir = manifest.getParent(); !dir.equals(root.resolve("manifests")); dir = dir.getParent()) {
@@ -198,10 +194,7 @@ public final class ModelStore {
                     }
                     Files.delete(dir);
                 }
-                Set<String> used = referenced();
-                for (String d : digests) {
-                    if (d.matches("sha256:[0-9a-f]{64}") && !used.contains(d)) Files.deleteIfExists(blob(d));
-                }
+                pruneUnreferenced(digests);
                 return canonical;
             } catch (IOException e) {
                 throw new UncheckedIOException("cannot delete " + name + " from " + root + ": " + e.getMessage(), e);
@@ -276,6 +269,37 @@ public final class ModelStore {
     }
 
     // ---- internals ----
+
+    private static boolean isPath(String from) {
+        if (ModelResolver.looksLikePath(from)) return true;
+        try {
+            return Files.exists(Path.of(from));
+        } catch (java.nio.file.InvalidPathException e) {
+            return false;
+        }
+    }
+
+    /** The digests a manifest names (config and layers); empty when it cannot be read. */
+    private static Set<String> digests(Path manifest) {
+        Set<String> digests = new HashSet<>();
+        try {
+            JsonNode m = JSON.readTree(manifest.toFile());
+            digests.add(m.path("config").path("digest").asText());
+            for (JsonNode l : m.path("layers")) digests.add(l.path("digest").asText());
+        } catch (IOException ignored) {
+            // a broken manifest: its blobs are left alone
+        }
+        return digests;
+    }
+
+    /** Removes the blobs among {@code digests} that no manifest references. */
+    private void pruneUnreferenced(Set<String> digests) throws IOException {
+        if (digests.isEmpty()) return;
+        Set<String> used = referenced();
+        for (String d : digests) {
+            if (d.matches("sha256:[0-9a-f]{64}") && !used.contains(d)) Files.deleteIfExists(blob(d));
+        }
+    }
 
     private Path blob(String digest) { return root.resolve("blobs").resolve(digest.replace(':', '-')); }
 

@@ -96,7 +96,11 @@ class ModelManagementTest {
             assertEquals(expected, gen.get("response").asText());
 
             assertEquals(200, send(http, server, "POST", "/api/copy", "{\"source\":\"stories:test\",\"destination\":\"me/tales:v1\"}").statusCode());
+            ModelLease inUse = server.models().acquire("stories:test", null);   // a request still running on it
             assertEquals(200, send(http, server, "DELETE", "/api/delete", "{\"model\":\"stories:test\"}").statusCode());
+            assertEquals(1, get(http, server, "/api/ps").get("models").size(), "a model in use stays loaded until its request ends");
+            inUse.close();
+            assertEquals(0, get(http, server, "/api/ps").get("models").size(), "then it is unloaded");
             assertFalse(Files.exists(store.resolve("manifests/registry.ollama.ai/library")), "empty manifest folders are removed");
             Path modelBlob = store.resolve("blobs/" + sha256(Files.readAllBytes(gguf)).replace(':', '-'));
             assertTrue(Files.isRegularFile(modelBlob), "the copy still uses the blob");
@@ -150,6 +154,16 @@ class ModelManagementTest {
             var copy = send(http, server, "POST", "/api/copy", "{\"source\":\"base\",\"destination\":\"../x\"}");
             assertEquals(400, copy.statusCode(), copy.body());
             assertEquals(before, listing(store));
+
+            // replacing a model removes the blobs only the replaced one used
+            for (String system : List.of("first", "second")) {
+                var r = send(http, server, "POST", "/api/create", PLAIN.writeValueAsString(Map.of("model", "base", "from", gguf.toString(),
+                        "system", system, "stream", false)));
+                assertEquals(200, r.statusCode(), r.body());
+            }
+            Path first = store.resolve("blobs").resolve(sha256("first".getBytes()).replace(':', '-'));
+            assertFalse(Files.exists(first), "the replaced SYSTEM layer is pruned");
+            assertTrue(Files.exists(store.resolve("blobs").resolve(sha256("second".getBytes()).replace(':', '-'))));
         }
     }
 
