@@ -44,8 +44,14 @@ public final class ChatTemplate {
     private final JinjaTemplate jinja;
     private final ToolCallFormat toolCallFormat;
     private final boolean thinking;
+    private final OllamaTemplate ollama;   // a store model's TEMPLATE layer, or null
 
     private ChatTemplate(String source, Tokenizer tokenizer, JinjaTemplate jinja) {
+        this(source, tokenizer, jinja, null);
+    }
+
+    private ChatTemplate(String source, Tokenizer tokenizer, JinjaTemplate jinja, OllamaTemplate ollama) {
+        this.ollama = ollama;
         this.source = source;
         this.tokenizer = tokenizer;
         this.jinja = jinja;
@@ -72,6 +78,17 @@ public final class ChatTemplate {
                     "the Jinja template does not parse: " + e.getMessage());
         }
     }
+
+    /**
+     * The template of a store model whose TEMPLATE layer is in the supported Go-template subset ({@link OllamaTemplate}):
+     * it replaces the GGUF's template; no thinking, no tool calls.
+     */
+    public static ChatTemplate ollama(OllamaTemplate template, Tokenizer tokenizer) {
+        return new ChatTemplate(null, tokenizer, null, template);
+    }
+
+    /** The store's TEMPLATE layer this template runs, or null when it is the GGUF's (or the plain format). */
+    public String ollamaSource() { return ollama == null ? null : ollama.source(); }
 
     /** The Jinja source, or null for the plain format. */
     public String source() { return source; }
@@ -112,6 +129,7 @@ public final class ChatTemplate {
         if (think == null) think = ThinkMode.DEFAULT;
         if (messages.isEmpty()) throw new InvalidInputException("messages must not be empty");
         if (tools == null) tools = List.of();
+        if (ollama != null) return ollama.renderChat(messages);
         if (jinja == null) return renderPlain(messages);
         List<Object> messageMaps = new ArrayList<>(messages.size());
         for (ChatMessage m : messages) messageMaps.add(messageMap(m));

@@ -7,6 +7,7 @@ import dev.forkpoint.engine.Scheduler;
 import dev.forkpoint.engine.SchedulerOptions;
 import dev.forkpoint.store.DefaultModel;
 import dev.forkpoint.store.ModelResolver;
+import dev.forkpoint.store.ModelStore;
 import dev.forkpoint.store.OllamaName;
 
 import java.io.IOException;
@@ -47,6 +48,7 @@ public final class ModelRegistry implements AutoCloseable {
     private final ModelResolver resolver;
     private final boolean pinned;
     private final Map<String, Entry> entries = new ConcurrentHashMap<>();   // by canonical name
+    private final java.util.Set<Entry> retiring = ConcurrentHashMap.newKeySet();   // forgotten while in use, still loaded
     private final Map<String, String> aliases = new LinkedHashMap<>();      // pinned: lower-case alias → canonical
     private final ScheduledExecutorService reaper;
     private final ReentrantLock loading = new ReentrantLock();   // with max_loaded_models: making room and loading
@@ -60,6 +62,7 @@ public final class ModelRegistry implements AutoCloseable {
         int users;
         long expiresAt = Long.MAX_VALUE;   // nanoTime
         long lastUsed;                     // nanoTime of the last release
+        boolean retired;                   // deleted or replaced in the store: unloaded when its last user leaves
 
         Entry(String name, Path path, String digest) {
             this.name = name;
@@ -182,7 +185,9 @@ public final class ModelRegistry implements AutoCloseable {
     /** The loaded models now. */
     public List<ServedModel> loaded() {
         List<ServedModel> out = new ArrayList<>();
-        for (Entry e : entries.values()) {
+        List<Entry> all = new ArrayList<>(entries.values());
+        all.addAll(retiring);
+        for (Entry e : all) {
             ServedModel s = e.served;
             if (s != null) out.add(s);
         }
@@ -326,7 +331,21 @@ public final class ModelRegistry implements AutoCloseable {
             throw ex;
         }
         long nanos = System.nanoTime() - t0;
-        e.served = new ServedModel(e.name, e.path, e.digest, model, scheduler, metrics, nanos);
+        ModelStore.Extras extras = ModelStore.Extras.NONE;
+        if (e.path.toAbsolutePath().normalize().startsWith(resolver.store().toAbsolutePath().normalize())) {
+            try {
+                extras = ModelStore.extras(resolver.store(), OllamaName.parse(e.name));
+            } catch (InvalidInputException ignored) {
+                // a file name, not a store name
+            }
+        }
+        try {
+            e.served = new ServedModel(e.name, e.path, e.digest, model, scheduler, metrics, nanos, extras);
+        } catch (RuntimeException | Error ex) {
+            scheduler.close();
+            model.close();
+            throw ex;
+        }
         LOG.log(System.Logger.Level.INFO, String.format(Locale.ROOT, "loaded %s (%s) in %.0f ms", e.name, e.path, nanos / 1e6));
         if (model.numCtxClamped()) {
             LOG.log(System.Logger.Level.WARNING, "num_ctx " + model.requestedNumCtx() + " (--num-ctx / OLLAMA_CONTEXT_LENGTH) is more than "
@@ -343,7 +362,7 @@ public final class ModelRegistry implements AutoCloseable {
             e.lastUsed = System.nanoTime();
             if (pinned) return;
             e.expiresAt = keep.isNegative() ? Long.MAX_VALUE : System.nanoTime() + keep.toNanos();
-            if (e.users == 0 && keep.isZero()) unload(e);
+            if (e.users == 0 && (keep.isZero() || e.retired)) unload(e);
         } finally {
             e.lock.unlock();
         }
@@ -363,9 +382,34 @@ public final class ModelRegistry implements AutoCloseable {
         }
     }
 
+    /**
+     * Forgets the store model {@code name} after it was deleted or replaced in the store (as Ollama unloads a deleted
+     * model): unloaded now when idle, else when its running requests end; the next request resolves the name afresh.
+     */
+    public void forget(String name) {
+        if (pinned) return;
+        for (String key : List.copyOf(entries.keySet())) {
+            if (!key.equalsIgnoreCase(name)) continue;
+            Entry e = entries.remove(key);
+            if (e == null) continue;
+            e.lock.lock();
+            try {
+                e.retired = true;
+                if (e.users == 0) unload(e);
+                else if (e.served != null) retiring.add(e);
+            } finally {
+                e.lock.unlock();
+            }
+        }
+    }
+
+    /** The store the server reads ({@code OLLAMA_MODELS}). */
+    public Path storeRoot() { return resolver.store(); }
+
     /** Unloads e (lock held). */
     private void unload(Entry e) {
         ServedModel s = e.served;
+        retiring.remove(e);
         if (s == null) return;
         e.served = null;
         e.expiresAt = Long.MAX_VALUE;
@@ -383,7 +427,9 @@ public final class ModelRegistry implements AutoCloseable {
     @Override
     public void close() {
         if (reaper != null) reaper.shutdownNow();
-        for (Entry e : entries.values()) {
+        List<Entry> all = new ArrayList<>(entries.values());
+        all.addAll(retiring);
+        for (Entry e : all) {
             e.lock.lock();
             try {
                 unload(e);

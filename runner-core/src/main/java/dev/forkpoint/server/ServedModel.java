@@ -2,6 +2,7 @@ package dev.forkpoint.server;
 
 import dev.forkpoint.chat.ChatMessage;
 import dev.forkpoint.chat.ChatTemplate;
+import dev.forkpoint.chat.OllamaTemplate;
 import dev.forkpoint.chat.RenderedChat;
 import dev.forkpoint.chat.ReplyFormat;
 import dev.forkpoint.chat.ThinkMode;
@@ -33,17 +34,49 @@ public final class ServedModel implements AutoCloseable {
     private final Instant loadedAt = Instant.now();
     private final long loadNanos;
     private volatile ModelInfo info;
+    private final java.util.Map<String, Object> parameters;
+    private final String system;
 
     ServedModel(String name, Path path, String digest, LoadedModel model, Scheduler scheduler, ServerMetrics metrics, long loadNanos) {
+        this(name, path, digest, model, scheduler, metrics, loadNanos, dev.forkpoint.store.ModelStore.Extras.NONE);
+    }
+
+    /**
+     * {@code extras}: a store model's params layer (defaults under each request's options), SYSTEM (the system
+     * message of a chat that has none) and TEMPLATE (used instead of the GGUF's template when it is in the Go-template
+     * subset {@link OllamaTemplate} runs; otherwise the GGUF's template is used and the layer ignored).
+     */
+    ServedModel(String name, Path path, String digest, LoadedModel model, Scheduler scheduler, ServerMetrics metrics, long loadNanos,
+                dev.forkpoint.store.ModelStore.Extras extras) {
         this.name = name;
         this.path = path;
         this.digest = digest;
         this.model = model;
         this.scheduler = scheduler;
-        this.template = ChatTemplate.of(model.chatTemplateSource(), model.tokenizer(), model.path());
+        this.template = template(extras.template(), model);
+        this.parameters = extras.parameters();
+        this.system = extras.system();
         this.metrics = metrics;
         this.loadNanos = loadNanos;
     }
+
+    private static ChatTemplate template(String layer, LoadedModel model) {
+        if (layer != null) {
+            try {
+                return ChatTemplate.ollama(OllamaTemplate.parse(layer), model.tokenizer());
+            } catch (dev.forkpoint.InvalidInputException e) {
+                System.getLogger(ServedModel.class.getName()).log(System.Logger.Level.DEBUG,
+                        "the TEMPLATE layer of " + model.path() + " is not in the supported subset (" + e.getMessage() + "); the GGUF's template is used");
+            }
+        }
+        return ChatTemplate.of(model.chatTemplateSource(), model.tokenizer(), model.path());
+    }
+
+    /** The params layer of a store model (request options override them); empty when none. */
+    public java.util.Map<String, Object> parameters() { return parameters; }
+
+    /** The SYSTEM layer of a store model, or null. */
+    public String system() { return system; }
 
     /** The name the APIs report ("qwen3:0.6b", or the file name for a path given as --model). */
     public String name() { return name; }
@@ -122,6 +155,12 @@ public final class ServedModel implements AutoCloseable {
         for (ChatMessage m : messages) content += m.content().length() + m.thinking().length();
         model.requirePromptMayFit(content, bound, field);
         if (tools == null) tools = List.of();
+        if (system != null && messages.stream().noneMatch(m -> m.role().equals("system"))) {
+            List<ChatMessage> withSystem = new java.util.ArrayList<>(messages.size() + 1);
+            withSystem.add(ChatMessage.of("system", system));
+            withSystem.addAll(messages);
+            messages = withSystem;
+        }
         RenderedChat rendered = template.render(messages, tools, true, think);
         model.requirePromptMayFit(rendered.prompt().length(), bound, field);
         return new ChatPrompt(rendered.prompt(), template.tokenBoundaries(rendered), template,

@@ -80,7 +80,7 @@ public final class ModelResolver {
             if (cached.isPresent()) return cached.get();
             throw e;
         }
-        if (cached.isPresent() && findManifest(name).isEmpty()) return cached.get();
+        if (cached.isPresent() && manifest(name).isEmpty()) return cached.get();
         return resolveName(name);
     }
 
@@ -125,7 +125,7 @@ public final class ModelResolver {
 
     /** The blob of the GGUF layer of {@code name}'s manifest. */
     public Path resolveName(OllamaName name) {
-        Path manifest = findManifest(name).orElseThrow(() -> notInStore(name));
+        Path manifest = manifest(name).orElseThrow(() -> notInStore(name));
         JsonNode root;
         try {
             root = JSON.readTree(manifest.toFile());
@@ -194,7 +194,8 @@ public final class ModelResolver {
         return names;
     }
 
-    private Optional<Path> findManifest(OllamaName name) {
+    /** The manifest file of {@code name} (matched case-insensitively as Ollama does), when it is in the store. */
+    public Optional<Path> manifest(OllamaName name) {
         Path dir = store.resolve("manifests");
         Path exact = dir.resolve(name.host()).resolve(name.namespace()).resolve(name.model()).resolve(name.tag());
         if (Files.isRegularFile(exact)) return Optional.of(exact);

@@ -60,6 +60,31 @@ class JsClientLibrariesTest {
         }
     }
 
+    /** {@code src/test/js/store.mjs}: the ollama client's create, list, copy and delete on an empty temporary store. */
+    @Test
+    void ollamaClientManagesATemporaryStore() throws Exception {
+        assumeTrue(onPath("node"), "Node.js is not installed: the JavaScript client tests are skipped");
+        assumeTrue(Files.isDirectory(JS.resolve("node_modules/ollama")),
+                "the JavaScript clients are not installed: run ./forkpoint test (or npm ci in " + JS + ")");
+        var model = dev.forkpoint.TestData.shared("models/stories260K.gguf");
+        var config = ServerHarness.config().withEnv(java.util.Map.of("HOME", dir.toString(),
+                "OLLAMA_MODELS", dir.resolve("models").toString()));
+        try (ForkpointServer server = ForkpointServer.start(config, List.of(new OllamaApi()))) {
+            Process p = new ProcessBuilder("node", "store.mjs", server.address(), model.toAbsolutePath().toString())
+                    .directory(JS.toFile()).redirectErrorStream(true).start();
+            String out;
+            try (var in = p.getInputStream()) {
+                out = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+            }
+            if (!p.waitFor(120, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                throw new AssertionError("store.mjs did not finish in 120 s:\n" + out);
+            }
+            System.out.print(out);
+            assertEquals(0, p.exitValue(), "store.mjs reported failures:\n" + out);
+        }
+    }
+
     private static boolean onPath(String command) {
         try {
             Process p = new ProcessBuilder(command, "--version").redirectErrorStream(true).start();

@@ -29,6 +29,9 @@ import dev.forkpoint.server.ModelLease;
 import dev.forkpoint.server.ModelListing;
 import dev.forkpoint.server.ReplyStream;
 import dev.forkpoint.server.ServedModel;
+import dev.forkpoint.server.ModelNotFoundException;
+import dev.forkpoint.store.ModelStore;
+import dev.forkpoint.store.OllamaName;
 import dev.forkpoint.server.ServerApi;
 import dev.forkpoint.server.ServerCore;
 import io.javalin.http.Context;
@@ -71,7 +74,8 @@ import java.util.Map;
  * empty prompt only loads the model and returns an empty vector; a prompt beyond num_ctx is refused, never cut).
  *
  * <p>Refused with a 400 naming the field rather than ignored: {@code images}, {@code suffix}, {@code template},
- * {@code context}. Model management ({@code pull}, {@code push}, {@code create}, {@code copy}, {@code delete}) answers 501.
+ * {@code context}. Model management on the local store ({@code create}, {@code copy}, {@code delete}, blob upload) writes Ollama's
+ * layout through {@link ModelStore}; {@code pull} and {@code push} answer 502 at once (no registry is reached).
  */
 public final class OllamaApi implements ServerApi {
     private static final JsonNodeFactory F = JsonNodeFactory.instance;
@@ -92,19 +96,178 @@ public final class OllamaApi implements ServerApi {
         routes.open(HandlerType.GET, "/api/version", ctx -> ctx.json(Map.of("version", core.version())));
         routes.post("/api/embed", this::embed);
         routes.post("/api/embeddings", this::embeddings);
-        for (String p : List.of("/api/pull", "/api/push", "/api/create", "/api/copy", "/api/blobs/{digest}")) {
-            routes.post(p, ctx -> notImplemented(ctx, p));
-        }
-        routes.delete("/api/delete", ctx -> notImplemented(ctx, "/api/delete"));
+        routes.post("/api/create", this::create);
+        routes.post("/api/copy", this::copy);
+        routes.delete("/api/delete", this::delete);
+        routes.post("/api/pull", ctx -> noRegistry(ctx, "pull"));
+        routes.post("/api/push", ctx -> noRegistry(ctx, "push"));
+        routes.post("/api/blobs/{digest}", this::putBlob);
+        routes.head("/api/blobs/{digest}", ctx -> ctx.status(store().hasBlob(ctx.pathParam("digest")) ? 200 : 404));
     }
 
     static void renderError(Context ctx, ApiError e) {
         ctx.contentType("application/json").result(Json.write(Map.of("error", e.message())));
     }
 
-    private static void notImplemented(Context ctx, String path) {
-        ctx.status(501).contentType("application/json").result(Json.write(Map.of("error", path
-                + " is not supported by Forkpoint (models are read from the local Ollama store or given with --model)")));
+    // ---- model management (the local store) ----
+
+    private ModelStore store() {
+        return new ModelStore(core.models().storeRoot());
+    }
+
+    /**
+     * {@code pull} / {@code push}: Forkpoint talks to no registry; answered at once (502) naming the registry rather
+     * than attempting a connection.
+     */
+    private static void noRegistry(Context ctx, String what) {
+        JsonNode body = Json.tree(ctx);
+        String model = body.path("model").asText(body.path("name").asText(""));
+        ctx.status(502).contentType("application/json").result(Json.write(Map.of("error", what + " " + model + ": Forkpoint does not"
+                + " reach a model registry (" + OllamaName.DEFAULT_HOST + "); " + (what.equals("pull") ? "pull with Ollama itself into"
+                + " the same store, or create the model from a GGUF file with /api/create" : "push with Ollama itself"))));
+    }
+
+    /**
+     * {@code POST /api/create}: {@code model} plus either Ollama's JSON form ({@code from}, {@code files},
+     * {@code template}, {@code system}, {@code parameters}) or the legacy {@code modelfile} string. {@code quantize} is
+     * refused. The status lines are sent once the model is written (a failure is a plain 400 / 404 / 500, nothing
+     * written).
+     */
+    private void create(Context ctx) {
+        JsonNode req = Json.tree(ctx);
+        String name = text(req, "model");
+        if (name == null) name = text(req, "name");
+        if (name == null || name.isBlank()) throw new BadFieldException("model", "model is required (the name to create)");
+        try {
+            OllamaName.parse(name);
+        } catch (dev.forkpoint.InvalidInputException e) {
+            throw new BadFieldException("model", "model: " + e.getMessage());
+        }
+        String quantize = text(req, "quantize");
+        if (quantize != null && !quantize.isEmpty()) {
+            throw new BadFieldException("quantize", "quantize is not supported by /api/create; quantise with 'forkpoint convert' and create from its GGUF");
+        }
+        String from = text(req, "from"), template = text(req, "template"), system = text(req, "system"), blob = null;
+        java.util.Map<String, Object> params;
+        try {
+            params = dev.forkpoint.store.ModelParams.fromJson(req.get("parameters"));
+        } catch (dev.forkpoint.InvalidInputException e) {
+            throw new BadFieldException("parameters", "parameters: " + e.getMessage());
+        }
+        JsonNode files = req.get("files");
+        if (files != null && !files.isNull()) {
+            if (!files.isObject() || files.isEmpty()) throw new BadFieldException("files", "files must be an object of file name → sha256 digest");
+            if (files.size() != 1 || !files.fieldNames().next().toLowerCase(java.util.Locale.ROOT).endsWith(".gguf")) {
+                throw new BadFieldException("files", "files: Forkpoint creates a model from one .gguf file (safetensors import is not supported), got "
+                        + files.size() + " file(s)");
+            }
+            blob = files.elements().next().asText();
+            if (from != null) throw new BadFieldException("from", "give either from or files, not both");
+        }
+        String modelfile = text(req, "modelfile");
+        if (modelfile != null && !modelfile.isBlank()) {
+            if (from != null || blob != null) throw new BadFieldException("modelfile", "give either modelfile or from/files, not both");
+            dev.forkpoint.store.Modelfile mf;
+            try {
+                mf = dev.forkpoint.store.Modelfile.parse(modelfile);
+                params.putAll(dev.forkpoint.store.ModelParams.fromModelfile(mf.parameters()));
+            } catch (dev.forkpoint.InvalidInputException e) {
+                throw new BadFieldException("modelfile", "modelfile: " + e.getMessage());
+            }
+            from = mf.from();
+            if (template == null) template = mf.template();
+            if (system == null) system = mf.system();
+        }
+        if (from == null && blob == null) throw new BadFieldException("from", "from is required: a GGUF file on the server, a model in the store, or files");
+        if (template != null) {
+            try {
+                dev.forkpoint.chat.OllamaTemplate.parse(template);
+            } catch (dev.forkpoint.InvalidInputException e) {
+                throw new BadFieldException("template", "template: " + e.getMessage());
+            }
+        }
+        try {
+            OllamaOptions.parse(params);
+        } catch (BadFieldException e) {
+            throw new BadFieldException("parameters", "parameters: " + e.getMessage());
+        }
+        List<String> statuses = new ArrayList<>();
+        statuses.add("parsing modelfile");
+        try {
+            store().create(name, new ModelStore.Spec(from, blob, template, system, params), statuses::add);
+        } catch (dev.forkpoint.InvalidInputException e) {
+            String msg = e.getMessage();
+            String field = msg.startsWith("files:") ? "files" : "from";
+            throw new BadFieldException(field, msg);
+        }
+        core.models().forget(OllamaName.parse(name).displayName());
+        statuses.add("success");
+        management(ctx, req, statuses);
+    }
+
+    private void copy(Context ctx) {
+        JsonNode req = Json.tree(ctx);
+        String source = text(req, "source"), destination = text(req, "destination");
+        if (source == null || source.isBlank()) throw new BadFieldException("source", "source is required");
+        if (destination == null || destination.isBlank()) throw new BadFieldException("destination", "destination is required");
+        try {
+            OllamaName.parse(source);
+        } catch (dev.forkpoint.InvalidInputException e) {
+            throw new BadFieldException("source", "source: " + e.getMessage());
+        }
+        try {
+            store().copy(source, destination);
+        } catch (ModelStore.ModelMissingException e) {
+            throw new ModelNotFoundException(e.getMessage());
+        } catch (dev.forkpoint.InvalidInputException e) {
+            throw new BadFieldException("destination", e.getMessage());
+        }
+        core.models().forget(OllamaName.parse(destination).displayName());
+        ctx.status(200);
+    }
+
+    /** Deletes the manifest and the blobs no other model uses; a loaded model is unloaded (once its requests end). */
+    private void delete(Context ctx) {
+        JsonNode req = Json.tree(ctx);
+        String name = text(req, "model");
+        if (name == null) name = text(req, "name");
+        if (name == null || name.isBlank()) throw new BadFieldException("model", "model is required");
+        try {
+            OllamaName.parse(name);
+        } catch (dev.forkpoint.InvalidInputException e) {
+            throw new BadFieldException("model", "model: " + e.getMessage());
+        }
+        String deleted;
+        try {
+            deleted = store().delete(name);
+        } catch (ModelStore.ModelMissingException e) {
+            throw new ModelNotFoundException(e.getMessage());
+        }
+        core.models().forget(deleted);
+        ctx.status(200);
+    }
+
+    private void putBlob(Context ctx) {
+        store().putBlob(ctx.pathParam("digest"), ctx.bodyInputStream());
+        ctx.status(201);
+    }
+
+    private static void management(Context ctx, JsonNode req, List<String> statuses) {
+        boolean stream = !req.path("stream").isBoolean() || req.path("stream").asBoolean();
+        if (!stream) {
+            ctx.contentType("application/json").result(Json.write(Map.of("status", statuses.getLast())));
+            return;
+        }
+        StringBuilder b = new StringBuilder();
+        for (String s : statuses) b.append(Json.write(Map.of("status", s))).append('\n');
+        ctx.contentType("application/x-ndjson").result(b.toString());
+    }
+
+    private static String text(JsonNode req, String field) {
+        JsonNode v = req.get(field);
+        if (v == null || v.isNull()) return null;
+        if (!v.isTextual()) throw new BadFieldException(field, field + " must be a string, got " + Json.describe(v));
+        return v.asText();
     }
 
     // ---- embeddings ----
@@ -170,6 +333,7 @@ public final class OllamaApi implements ServerApi {
         boolean stream = req.stream() == null || req.stream();
         try (ModelLease lease = core.models().acquire(req.model(), keepAlive)) {
             ServedModel model = lease.model();
+            options = OllamaOptions.withDefaults(model.parameters(), req.options(), options);
             String prompt = req.prompt() == null ? "" : req.prompt();
             if (prompt.isEmpty() && (req.system() == null || req.system().isEmpty())) {
                 // Ollama: an empty prompt only loads (or, with keep_alive 0, unloads) the model
@@ -224,6 +388,7 @@ public final class OllamaApi implements ServerApi {
         boolean stream = req.stream() == null || req.stream();
         try (ModelLease lease = core.models().acquire(req.model(), keepAlive)) {
             ServedModel model = lease.model();
+            options = OllamaOptions.withDefaults(model.parameters(), req.options(), options);
             if (messages.isEmpty()) {   // Ollama: no messages only loads (or unloads) the model
                 ObjectNode done = base(model.name());
                 done.set("message", assistant(""));
@@ -461,9 +626,26 @@ public final class OllamaApi implements ServerApi {
             ObjectNode body = F.objectNode();
             body.put("license", "");
             int numCtx = s.model().defaultNumCtx();   // the context in effect: --num-ctx / OLLAMA_CONTEXT_LENGTH, clamped
-            body.put("modelfile", "# Modelfile generated by Forkpoint\nFROM " + s.path() + "\nPARAMETER num_ctx " + numCtx + "\n");
-            body.put("parameters", String.format(Locale.ROOT, "%-30s %d", "num_ctx", numCtx));   // Ollama's layout
-            body.put("template", info.chatTemplate() == null ? "" : info.chatTemplate());
+            StringBuilder modelfile = new StringBuilder("# Modelfile generated by Forkpoint\nFROM " + s.path() + "\n");
+            StringBuilder parameters = new StringBuilder();
+            String layerTemplate = s.chatTemplate().ollamaSource();
+            if (layerTemplate != null) modelfile.append("TEMPLATE \"\"\"").append(layerTemplate).append("\"\"\"\n");
+            if (s.system() != null) modelfile.append("SYSTEM \"\"\"").append(s.system()).append("\"\"\"\n");
+            java.util.Map<String, Object> params = new java.util.TreeMap<>(s.parameters());
+            params.putIfAbsent("num_ctx", numCtx);
+            for (var e : params.entrySet()) {
+                List<?> values = e.getValue() instanceof List<?> l ? l : List.of(e.getValue());
+                for (Object v : values) {
+                    String text = v instanceof String str ? "\"" + str + "\"" : String.valueOf(v);
+                    modelfile.append("PARAMETER ").append(e.getKey()).append(' ').append(text).append('\n');
+                    if (!parameters.isEmpty()) parameters.append('\n');
+                    parameters.append(String.format(Locale.ROOT, "%-30s %s", e.getKey(), text));   // Ollama's layout
+                }
+            }
+            body.put("modelfile", modelfile.toString());
+            body.put("parameters", parameters.toString());
+            if (s.system() != null) body.put("system", s.system());
+            body.put("template", layerTemplate != null ? layerTemplate : info.chatTemplate() == null ? "" : info.chatTemplate());
             body.set("details", details(s));
             ObjectNode mi = body.putObject("model_info");
             String arch = info.architecture();

@@ -50,6 +50,17 @@ public record OllamaOptions(SamplingOptions sampling, int numCtx, int numBatch) 
         return new OllamaOptions(sampling, numCtx, numBatch);
     }
 
+    /**
+     * The options of a request to a store model with a params layer: the layer's values under the request's own
+     * ({@code parsed} is the request's alone, returned as is when the model has none).
+     */
+    public static OllamaOptions withDefaults(Map<String, Object> modelParams, Map<String, Object> request, OllamaOptions parsed) {
+        if (modelParams == null || modelParams.isEmpty()) return parsed;
+        Map<String, Object> merged = new java.util.HashMap<>(modelParams);
+        if (request != null) merged.putAll(request);
+        return parse(merged);
+    }
+
     private static void requireNeutral(String k, Object v, double neutral, String why) {
         if (v == null) return;
         if (!(v instanceof Number n)) throw new BadFieldException("options." + k, "option " + k + " must be a number, got " + v);
