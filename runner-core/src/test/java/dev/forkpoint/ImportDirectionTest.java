@@ -19,7 +19,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The layering, checked on the sources: api (server) → engine → model → backend; engine → kv-cache; nothing imports
- * the server (but the CLI, which starts it); formats import no backend. A reference counts wherever code names a
+ * the server (but the CLI, which starts it); formats import no backend; the server's API packages (ollama, openai,
+ * anthropic, runner) do not reference each other — what two of them share lives in the server core. A reference counts wherever code names a
  * package (imports and qualified names), not in comments or strings.
  */
 class ImportDirectionTest {
@@ -35,6 +36,10 @@ class ImportDirectionTest {
             "chat", Set.of("backend", "engine", "model", "server", "cli"),
             "convert", Set.of("server", "cli", "engine"),
             "store", Set.of("server", "cli", "engine", "backend"));
+
+    /** The API packages under server: each speaks one protocol and reaches the others only through the core. */
+    static final Set<String> APIS = Set.of("ollama", "openai", "anthropic", "runner");
+    private static final Pattern SERVER_REFERENCE = Pattern.compile("\\bdev\\.forkpoint\\.server\\.([a-z0-9]+)\\b");
 
     private static final Pattern PACKAGE = Pattern.compile("^package dev\\.forkpoint\\.?([a-z0-9.]*);", Pattern.MULTILINE);
     private static final Pattern REFERENCE = Pattern.compile("\\bdev\\.forkpoint\\.([a-z0-9]+)\\b");
@@ -52,6 +57,13 @@ class ImportDirectionTest {
             String target = r.group(1);
             if (FORBIDDEN.getOrDefault(top, Set.of()).contains(target)) out.add(pkg + " → " + target);
             if (target.equals("server") && !top.equals("server") && !top.equals("cli")) out.add(pkg + " → server");
+        }
+        String[] parts = pkg.split("\\.");
+        if (parts.length >= 2 && parts[0].equals("server") && APIS.contains(parts[1])) {
+            Matcher api = SERVER_REFERENCE.matcher(code);
+            while (api.find()) {
+                if (APIS.contains(api.group(1)) && !api.group(1).equals(parts[1])) out.add(pkg + " → server." + api.group(1));
+            }
         }
         return List.copyOf(out);
     }
@@ -79,5 +91,8 @@ class ImportDirectionTest {
         assertEquals(List.of("model → server"), violations("package dev.forkpoint.model;\nimport dev.forkpoint.server.ForkpointServer;\n"));
         assertEquals(List.of(), violations("package dev.forkpoint.chat;\n/** {@link dev.forkpoint.engine.X} */ class Y { String s = \"dev.forkpoint.server\"; }"));
         assertEquals(List.of(), violations("package dev.forkpoint.cli;\nimport dev.forkpoint.server.ForkpointServer;\n"));
+        assertEquals(List.of("server.runner → server.ollama"),
+                violations("package dev.forkpoint.server.runner;\nclass R { Object o = dev.forkpoint.server.ollama.OllamaApi.format(null); }"));
+        assertEquals(List.of(), violations("package dev.forkpoint.server.runner;\nimport dev.forkpoint.server.OllamaOptions;\n"));
     }
 }

@@ -27,6 +27,8 @@ import dev.forkpoint.server.Json;
 import dev.forkpoint.server.LogprobJson;
 import dev.forkpoint.server.ModelLease;
 import dev.forkpoint.server.ModelListing;
+import dev.forkpoint.server.OllamaFormat;
+import dev.forkpoint.server.OllamaOptions;
 import dev.forkpoint.server.ReplyStream;
 import dev.forkpoint.server.ServedModel;
 import dev.forkpoint.server.ModelNotFoundException;
@@ -462,28 +464,9 @@ public final class OllamaApi implements ServerApi {
                 params == null || params.isNull() ? empty : params);
     }
 
-    /**
-     * {@code format}: absent, null or "" = free text; "json" = any JSON object (as Ollama's JSON mode); an object = a
-     * JSON schema the output must satisfy. Anything else, or a schema with a keyword structured outputs do not support,
-     * is a 400 naming format.
-     */
+    /** {@code format} ({@link OllamaFormat}). */
     static GrammarNode format(JsonNode format) {
-        return format(format, "format");
-    }
-
-    /** {@link #format(JsonNode)} for a field of another name (the runner protocol's "Format"). */
-    public static GrammarNode format(JsonNode format, String field) {
-        if (format == null || format.isNull() || (format.isTextual() && format.asText().isEmpty())) return null;
-        if (format.isTextual()) {
-            if (format.asText().equals("json")) return JsonSchemaGrammar.anyObject();
-            throw new BadFieldException(field, field + " must be \"json\" or a JSON schema object, got \"" + format.asText() + "\"");
-        }
-        if (!format.isObject()) throw new BadFieldException(field, field + " must be \"json\" or a JSON schema object, got " + Json.describe(format));
-        try {
-            return JsonSchemaGrammar.compile(format);
-        } catch (dev.forkpoint.InvalidInputException e) {
-            throw new BadFieldException(field, field + ": " + e.getMessage());
-        }
+        return OllamaFormat.grammar(format, "format");
     }
 
     /** {@code think}: absent (the model's default), true, false, or a level ("high", "medium", "low", "max": on). */

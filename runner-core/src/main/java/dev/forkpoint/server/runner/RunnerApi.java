@@ -99,10 +99,10 @@ public final class RunnerApi implements ServerApi {
         if (req.grammar() != null && !req.grammar().isEmpty()) {
             throw new BadFieldException("Grammar", "Grammar (GBNF) is not supported; send Format: \"json\" or a JSON schema");
         }
-        var format = dev.forkpoint.server.ollama.OllamaApi.format(req.format(), "Format");
+        var format = dev.forkpoint.server.OllamaFormat.grammar(req.format(), "Format");
         int top = req.topLogprobs() == null ? 0 : dev.forkpoint.server.LogprobJson.checkTop("TopLogprobs", req.topLogprobs(), 20);
         int topLogprobs = Boolean.TRUE.equals(req.logprobs()) ? top : GenerationRequest.LOGPROBS_OFF;
-        var options = dev.forkpoint.server.ollama.OllamaOptions.parse(req.options());
+        var options = dev.forkpoint.server.OllamaOptions.parse(req.options());
         try (ModelLease lease = core.models().acquireDefault()) {
             GenerationRequest request = new GenerationRequest(req.prompt(), options.sampling(), options.numCtx(), options.numBatch())
                     .withTopLogprobs(topLogprobs).withGrammar(format);

@@ -1,5 +1,7 @@
 package dev.forkpoint.server.ollama;
 
+import dev.forkpoint.server.OllamaOptions;
+
 import com.code_intelligence.jazzer.junit.FuzzTest;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.forkpoint.engine.GenerationRequest;

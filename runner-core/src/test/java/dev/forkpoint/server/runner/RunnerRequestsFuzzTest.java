@@ -5,7 +5,7 @@ import dev.forkpoint.engine.GenerationRequest;
 import dev.forkpoint.fuzz.FuzzInvariant;
 import dev.forkpoint.server.BadFieldException;
 import dev.forkpoint.server.FuzzJson;
-import dev.forkpoint.server.ollama.OllamaOptions;
+import dev.forkpoint.server.OllamaOptions;
 
 import static dev.forkpoint.fuzz.FuzzInvariant.check;
 

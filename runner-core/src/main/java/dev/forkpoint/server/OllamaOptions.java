@@ -1,8 +1,7 @@
-package dev.forkpoint.server.ollama;
+package dev.forkpoint.server;
 
 import dev.forkpoint.engine.GenerationRequest;
 import dev.forkpoint.sampling.SamplingOptions;
-import dev.forkpoint.server.BadFieldException;
 
 import java.util.Map;
 import java.util.Set;
