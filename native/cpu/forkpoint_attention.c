@@ -196,28 +196,6 @@ static inline void fa_reduce16(const __m512* acc, float* out) {
 #define VHMAX(v) _mm512_reduce_max_ps(v)
 #define REDUCE(acc, out) fa_reduce16((acc), (out))
 #include "fp_attention_body.h"
-#undef FA_SUFFIX
-#undef FA_TARGET
-#undef W
-#undef V
-#undef VZERO
-#undef VSET1
-#undef VLOAD
-#undef VLOADM
-#undef VSTORE
-#undef VLOADH
-#undef VLOADHM
-#undef VADD
-#undef VSUB
-#undef VMUL
-#undef VMAX
-#undef VFMA
-#undef VEXP
-#undef VKEEP
-#undef VKEEPMAX
-#undef VHSUM
-#undef VHMAX
-#undef REDUCE
 
 /* ---- AVX2 + FMA + F16C ---------------------------------------------------------------------------------------- */
 #define FA_AVX2 "avx2,fma,f16c"
@@ -299,28 +277,6 @@ static inline void fa_reduce8(const __m256* acc, float* out) {
 #define VHMAX(v) fa_hmax256(v)
 #define REDUCE(acc, out) fa_reduce8((acc), (out))
 #include "fp_attention_body.h"
-#undef FA_SUFFIX
-#undef FA_TARGET
-#undef W
-#undef V
-#undef VZERO
-#undef VSET1
-#undef VLOAD
-#undef VLOADM
-#undef VSTORE
-#undef VLOADH
-#undef VLOADHM
-#undef VADD
-#undef VSUB
-#undef VMUL
-#undef VMAX
-#undef VFMA
-#undef VEXP
-#undef VKEEP
-#undef VKEEPMAX
-#undef VHSUM
-#undef VHMAX
-#undef REDUCE
 
 #endif /* FP_X86 */
 
@@ -398,28 +354,6 @@ static inline void fa_reduce4(const float32x4_t* acc, float* out) {
 #define VHMAX(v) vmaxvq_f32(v)
 #define REDUCE(acc, out) fa_reduce4((acc), (out))
 #include "fp_attention_body.h"
-#undef FA_SUFFIX
-#undef FA_TARGET
-#undef W
-#undef V
-#undef VZERO
-#undef VSET1
-#undef VLOAD
-#undef VLOADM
-#undef VSTORE
-#undef VLOADH
-#undef VLOADHM
-#undef VADD
-#undef VSUB
-#undef VMUL
-#undef VMAX
-#undef VFMA
-#undef VEXP
-#undef VKEEP
-#undef VKEEPMAX
-#undef VHSUM
-#undef VHMAX
-#undef REDUCE
 
 #endif /* FP_ARM */
 

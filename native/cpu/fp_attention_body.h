@@ -1,6 +1,7 @@
 /*
  * The attention kernels' body, written once over a small vector vocabulary and included by forkpoint_attention.c once
- * per instruction-set variant (written for this project). Before each inclusion the includer defines:
+ * per instruction-set variant (written for this project). Before each inclusion the includer defines (the body #undefs
+ * them at its end):
  *   FA_SUFFIX            the variant's symbol suffix (avx512vnni, avx2, neon, c)
  *   FA_TARGET            the attribute that marks a function with the variant's instruction set (or nothing)
  *   W, V                 lanes per vector and the vector type
@@ -330,3 +331,27 @@ FP_EXPORT FA_TARGET void FA(fp_attn_fold)(const float* partials, int32_t blocks,
 #undef FA_CAT2
 #undef FA_CAT
 #undef FA
+
+/* this variant's vocabulary ends here: the next variant defines its own */
+#undef FA_SUFFIX
+#undef FA_TARGET
+#undef W
+#undef V
+#undef VZERO
+#undef VSET1
+#undef VLOAD
+#undef VLOADM
+#undef VSTORE
+#undef VLOADH
+#undef VLOADHM
+#undef VADD
+#undef VSUB
+#undef VMUL
+#undef VMAX
+#undef VFMA
+#undef VEXP
+#undef VKEEP
+#undef VKEEPMAX
+#undef VHSUM
+#undef VHMAX
+#undef REDUCE

@@ -44,19 +44,7 @@ class JsClientLibrariesTest {
                     .orElseThrow(() -> new AssertionError("not loaded: " + ThinkingTest.FILE + " in " + server.models().loaded()));
             dev.forkpoint.engine.EngineProbe.install(thinker.model()).scriptRepeating(
                     ThinkingTest.scriptIds(thinker.model().tokenizer(), ThinkingTest.REPLY));
-            Process p = new ProcessBuilder("node", "clients.mjs", server.address(), ServerHarness.MODEL,
-                    ThinkingTest.FILE, ThinkingTest.THINKING, ThinkingTest.ANSWER)
-                    .directory(JS.toFile()).redirectErrorStream(true).start();
-            String out;
-            try (var in = p.getInputStream()) {
-                out = new String(in.readAllBytes(), StandardCharsets.UTF_8);
-            }
-            if (!p.waitFor(120, TimeUnit.SECONDS)) {
-                p.destroyForcibly();
-                throw new AssertionError("clients.mjs did not finish in 120 s:\n" + out);
-            }
-            System.out.print(out);
-            assertEquals(0, p.exitValue(), "clients.mjs reported failures:\n" + out);
+            node("clients.mjs", server.address(), ServerHarness.MODEL, ThinkingTest.FILE, ThinkingTest.THINKING, ThinkingTest.ANSWER);
         }
     }
 
@@ -70,19 +58,25 @@ class JsClientLibrariesTest {
         var config = ServerHarness.config().withEnv(java.util.Map.of("HOME", dir.toString(),
                 "OLLAMA_MODELS", dir.resolve("models").toString()));
         try (ForkpointServer server = ForkpointServer.start(config, List.of(new OllamaApi()))) {
-            Process p = new ProcessBuilder("node", "store.mjs", server.address(), model.toAbsolutePath().toString())
-                    .directory(JS.toFile()).redirectErrorStream(true).start();
-            String out;
-            try (var in = p.getInputStream()) {
-                out = new String(in.readAllBytes(), StandardCharsets.UTF_8);
-            }
-            if (!p.waitFor(120, TimeUnit.SECONDS)) {
-                p.destroyForcibly();
-                throw new AssertionError("store.mjs did not finish in 120 s:\n" + out);
-            }
-            System.out.print(out);
-            assertEquals(0, p.exitValue(), "store.mjs reported failures:\n" + out);
+            node("store.mjs", server.address(), model.toAbsolutePath().toString());
         }
+    }
+
+    /** Runs {@code node SCRIPT ARGS} in src/test/js; fails with its output when it reports failures or takes over 120 s. */
+    private static void node(String script, String... args) throws IOException, InterruptedException {
+        List<String> command = new java.util.ArrayList<>(List.of("node", script));
+        command.addAll(List.of(args));
+        Process p = new ProcessBuilder(command).directory(JS.toFile()).redirectErrorStream(true).start();
+        String out;
+        try (var in = p.getInputStream()) {
+            out = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        }
+        if (!p.waitFor(120, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            throw new AssertionError(script + " did not finish in 120 s:\n" + out);
+        }
+        System.out.print(out);
+        assertEquals(0, p.exitValue(), script + " reported failures:\n" + out);
     }
 
     private static boolean onPath(String command) {

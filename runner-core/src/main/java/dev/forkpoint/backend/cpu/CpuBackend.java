@@ -134,9 +134,7 @@ public final class CpuBackend implements Backend {
         }
     }
 
-    /** Bytes of activation arrays kept between steps for reuse (at most {@link StepBuffers#DEFAULT_LIMIT_BYTES}). */
-    public long keptStepBytes() { return buffers.keptBytes(); }
-
+    /** The step arrays this backend reuses (for tests). */
     StepBuffers stepBuffers() { return buffers; }
 
     /** What the kernels run with here, for {@code forkpoint doctor}: "Java Vector API, 512-bit float vectors (16 lanes)". */

@@ -5,6 +5,7 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
 import java.util.function.IntFunction;
 
 /**
@@ -123,7 +124,7 @@ final class StepBuffers {
         return allocated;
     }
 
-    /** Bytes of the arrays kept for the next step (a test's and a benchmark's view of the working set). */
+    /** Bytes of the arrays kept for the next step (the tests' view of the working set). */
     long keptBytes() {
         return floats.keptBytes() + shorts.keptBytes() + bytes.keptBytes();
     }
@@ -131,11 +132,11 @@ final class StepBuffers {
     /** The free and used lists of one element type, by length. */
     private static final class Kind<A> {
         final IntFunction<A> make;
-        final java.util.function.Consumer<A> zero;
+        final Consumer<A> zero;
         final int elementBytes;
         Map<Integer, ArrayDeque<A>> free = new HashMap<>(), used = new HashMap<>();
 
-        Kind(IntFunction<A> make, java.util.function.Consumer<A> zero, int elementBytes) {
+        Kind(IntFunction<A> make, Consumer<A> zero, int elementBytes) {
             this.make = make;
             this.zero = zero;
             this.elementBytes = elementBytes;

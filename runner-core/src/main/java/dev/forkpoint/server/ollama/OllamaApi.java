@@ -324,7 +324,7 @@ public final class OllamaApi implements ServerApi {
         long t0 = System.nanoTime();
         var req = Json.read(ctx, OllamaRequests.Generate.class);
         int topLogprobs = req.engineTopLogprobs();
-        GrammarNode grammar = format(req.format());
+        GrammarNode grammar = OllamaFormat.grammar(req.format(), "format");
         ThinkMode think = ConstrainedReply.think(think(req.think()), grammar, "think", "format");
         if (req.images() != null && !req.images().isEmpty()) throw new BadFieldException("images", "images are not supported: Forkpoint runs text models only");
         if (req.suffix() != null && !req.suffix().isEmpty()) throw new BadFieldException("suffix", "suffix (fill-in-the-middle) is not supported");
@@ -376,7 +376,7 @@ public final class OllamaApi implements ServerApi {
         long t0 = System.nanoTime();
         var req = Json.read(ctx, OllamaRequests.Chat.class);
         int topLogprobs = req.engineTopLogprobs();
-        GrammarNode grammar = format(req.format());
+        GrammarNode grammar = OllamaFormat.grammar(req.format(), "format");
         ThinkMode think = ConstrainedReply.think(think(req.think()), grammar, "think", "format");
         if (req.messages() == null) throw new BadFieldException("messages", "messages is required");
         List<ChatMessage> messages = new ArrayList<>();
@@ -462,11 +462,6 @@ public final class OllamaApi implements ServerApi {
         empty.putObject("properties");
         return new ToolDefinition(t.function().name(), t.function().description() == null ? "" : t.function().description(),
                 params == null || params.isNull() ? empty : params);
-    }
-
-    /** {@code format} ({@link OllamaFormat}). */
-    static GrammarNode format(JsonNode format) {
-        return OllamaFormat.grammar(format, "format");
     }
 
     /** {@code think}: absent (the model's default), true, false, or a level ("high", "medium", "low", "max": on). */

@@ -155,7 +155,7 @@ class StepBuffersTest {
                 assertTrue(madePerStep.get(0) > 0, "the first decode step has shapes the prefill did not");
                 assertEquals(List.of(0L), madePerStep.subList(1, madePerStep.size()).stream().distinct().toList(),
                         "new arrays per decode step after the first: " + madePerStep);
-                long kept = reused.keptStepBytes();
+                long kept = reused.stepBuffers().keptBytes();
                 assertTrue(kept > 4L * c.dim() * c.layers() && kept <= StepBuffers.DEFAULT_LIMIT_BYTES, "kept " + kept);
             }
         }
