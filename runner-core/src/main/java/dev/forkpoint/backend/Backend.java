@@ -7,6 +7,14 @@ import java.util.function.Supplier;
 
 /** A compute backend: it holds weights, creates KV stores over kv-cache sequences and implements the ops. */
 public interface Backend extends AutoCloseable {
+    /**
+     * Decode rows one pass carries at most: the engine's scheduler splits its decode tokens into passes of this many,
+     * and a backend guarantees each such pass gives every row exactly the results of a one-row pass (the CPU backend's
+     * Java decode kernels take up to this many tokens in a one-token multiply's arithmetic order). The one definition
+     * of the number: the scheduler and the CPU kernels both read it here.
+     */
+    int MAX_DECODE_ROWS = 16;
+
     /** A short name for logs ("cpu", "mlx"). */
     String name();
 

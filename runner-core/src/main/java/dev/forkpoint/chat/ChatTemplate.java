@@ -2,6 +2,7 @@ package dev.forkpoint.chat;
 
 import dev.forkpoint.InvalidInputException;
 import dev.forkpoint.format.ModelFormatException;
+import dev.forkpoint.tokenizer.TokenOffsets;
 import dev.forkpoint.tokenizer.Tokenizer;
 
 import java.nio.file.Path;
@@ -247,40 +248,22 @@ public final class ChatTemplate {
     }
 
     /**
-     * Token offsets of the rendered messages' ends in {@code tokenizer.encode(chat.prompt(), true, true)}, ascending and
-     * within the prompt's tokens: the {@link dev.forkpoint.engine.GenerationRequest#messageBoundaries()}. An end whose
-     * text prefix does not encode to a prefix of the prompt's tokens (a token spanning the boundary) is left out.
-     * Each end is checked by encoding its prefix, latest first, within a budget of {@value #BOUNDARY_WORK} times the
-     * prompt's length in characters: the work is linear in the prompt however many messages it has, and the ends
-     * left unchecked when the budget runs out are the oldest ones.
+     * Encodes a rendered chat once ({@code tokenizer.encode(chat.prompt(), true, true)}) and finds its messages' ends
+     * in those tokens ({@link TokenOffsets}): the token offset whose tokens cover exactly the text up to a message's
+     * end. An end that a token spans (a merge across it), that is not known (−1) or that the tokens cannot be lined
+     * up with is left out; the offsets found ascend strictly. The work is one encoding and one pass over its tokens,
+     * however many messages the chat has.
      */
-    public int[] tokenBoundaries(RenderedChat chat) {
-        int[] full = tokenizer.encode(chat.prompt(), true, true);
-        boolean bos = tokenizer.addsBos() && tokenizer.bosId() >= 0;
-        if (bos && (full.length == 0 || full[0] != tokenizer.bosId())) return new int[0];
-        int[] ends = chat.messageEnds();
-        int[] out = new int[ends.length];
-        int n = 0, next = Integer.MAX_VALUE;   // the boundary found after this one (in the reverse walk)
-        long budget = (long) BOUNDARY_WORK * chat.prompt().length();
-        for (int i = ends.length - 1; i >= 0; i--) {
-            int end = ends[i];
-            if (end <= 0 || end > chat.prompt().length()) continue;
-            if (end > budget) break;
-            budget -= end;
-            int[] part = tokenizer.encode(chat.prompt().substring(0, end), false, true);
-            int length = part.length + (bos ? 1 : 0);
-            if (length >= next || length > full.length) continue;
-            if (!Arrays.equals(part, 0, part.length, full, bos ? 1 : 0, length)) continue;
-            out[n++] = length;
-            next = length;
+    public ChatTokens encode(RenderedChat chat) {
+        int[] tokens = tokenizer.encode(chat.prompt(), true, true);
+        int[] at = TokenOffsets.indices(tokenizer, chat.prompt(), tokens, chat.messageEnds());
+        int[] boundaries = new int[at.length];
+        int n = 0;
+        for (int b : at) {
+            if (b > 0 && b <= tokens.length && (n == 0 || b > boundaries[n - 1])) boundaries[n++] = b;
         }
-        int[] ascending = new int[n];
-        for (int i = 0; i < n; i++) ascending[i] = out[n - 1 - i];
-        return ascending;
+        return new ChatTokens(tokens, Arrays.copyOf(boundaries, n));
     }
-
-    /** The encoding work of {@link #tokenBoundaries}, in multiples of the prompt's length. */
-    static final int BOUNDARY_WORK = 8;
 
     /** The tool-call format the template's text shows. */
     static ToolCallFormat detectFormat(String source) {

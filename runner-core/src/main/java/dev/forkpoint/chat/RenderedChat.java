@@ -7,7 +7,7 @@ package dev.forkpoint.chat;
  *                    leading BOS when the tokenizer adds one itself)
  * @param messageEnds for each message, the char offset in {@code prompt} where its rendering ends, ascending; -1 for
  *                    a message whose end is not known (the template renders the messages before it differently once
- *                    it follows); {@link ChatTemplate#tokenBoundaries} turns them into token offsets, the prefix
+ *                    it follows); {@link ChatTemplate#encode} turns them into token offsets, the prefix
  *                    cache's fork points
  */
 public record RenderedChat(String prompt, int[] messageEnds) {}

@@ -102,8 +102,9 @@ final class Generation {
     record Plan(SamplingOptions options, int numCtx, int numBatch, int[] prompt, int maxNew, int[] boundaries) {}
 
     /**
-     * Checks a request without running it: a bad field, a prompt that does not fit num_ctx or a worst case that cannot
-     * fit the KV budget throws {@link InvalidInputException} naming what was wrong.
+     * Checks a request without running it, encoding its prompt unless it carries its tokens: a bad field or a worst
+     * case that cannot fit the KV budget throws {@link InvalidInputException} naming what was wrong, a prompt (plus
+     * num_predict) that does not fit num_ctx {@link ContextOverflowException}, the one context check of every API.
      */
     static Plan plan(LoadedModel model, GenerationRequest request) {
         SamplingOptions options = request.sampling().validate();
@@ -120,17 +121,24 @@ final class Generation {
         if (numBatch < 1 || numBatch > numCtx) {
             throw new InvalidInputException("num_batch must be in [1, num_ctx=" + numCtx + "], got " + request.numBatch());
         }
-        model.requirePromptMayFit(request.prompt(), numCtx, "prompt");
-        int[] prompt = tokenizer.encode(request.prompt(), true, true);
-        if (prompt.length == 0) throw new InvalidInputException("prompt is empty");
-        if (prompt.length >= numCtx) {
-            throw new InvalidInputException("prompt is " + prompt.length + " tokens but num_ctx is " + numCtx
-                    + "; shorten the prompt or raise num_ctx");
+        int[] prompt;
+        if (request.promptTokens() != null) {
+            prompt = request.promptTokens();
+            int vocab = Math.min(tokenizer.vocabSize(), model.config().vocabSize());
+            for (int i = 0; i < prompt.length; i++) {
+                if (prompt[i] < 0 || prompt[i] >= vocab) {
+                    throw new InvalidInputException("prompt token " + i + " is " + prompt[i] + ", outside the vocabulary [0, " + vocab + ")");
+                }
+            }
+        } else {
+            model.requirePromptMayFit(request.prompt(), numCtx, "prompt");
+            prompt = tokenizer.encode(request.prompt(), true, true);
         }
+        if (prompt.length == 0) throw new InvalidInputException("prompt is empty");
+        if (prompt.length >= numCtx) throw new ContextOverflowException(prompt.length, -1, numCtx);
         int numPredict = options.numPredict();
         if (numPredict > 0 && numPredict > numCtx - prompt.length) {   // not prompt + numPredict: that overflows
-            throw new InvalidInputException("prompt (" + prompt.length + " tokens) + num_predict (" + numPredict
-                    + ") exceeds num_ctx " + numCtx);
+            throw new ContextOverflowException(prompt.length, numPredict, numCtx);
         }
         int maxNew = numPredict < 0 ? numCtx - prompt.length : numPredict;   // 0: evaluate the prompt, generate nothing
         int[] boundaries = checkedBoundaries(request.messageBoundaries(), prompt.length);

@@ -46,8 +46,8 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class Scheduler implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(Scheduler.class.getName());
 
-    /** Decode rows per forward pass at most: the CPU kernels give row-at-a-time results exactly up to 16 rows. */
-    static final int MAX_DECODE_ROWS = 16;
+    /** Decode rows per forward pass at most: the backend SPI's {@link dev.forkpoint.backend.Backend#MAX_DECODE_ROWS}. */
+    static final int MAX_DECODE_ROWS = dev.forkpoint.backend.Backend.MAX_DECODE_ROWS;
 
     private final LoadedModel model;
     private final SchedulerOptions options;

@@ -7,6 +7,8 @@ import dev.forkpoint.chat.RenderedChat;
 import dev.forkpoint.chat.ReplyFormat;
 import dev.forkpoint.chat.ThinkMode;
 import dev.forkpoint.chat.ToolDefinition;
+import dev.forkpoint.chat.ChatTokens;
+import dev.forkpoint.engine.ContextOverflowException;
 import dev.forkpoint.engine.GenerationRequest;
 import dev.forkpoint.engine.LoadedModel;
 import dev.forkpoint.engine.ModelInfo;
@@ -122,8 +124,21 @@ public final class ServedModel implements AutoCloseable {
      * (400), a full queue {@link dev.forkpoint.engine.QueueFullException} (503), both before anything is sent.
      */
     public Completion submit(GenerationRequest request) {
+        return submit(request, "prompt", ContextOverflowException.NUM_PREDICT);
+    }
+
+    /**
+     * {@link #submit(GenerationRequest)} with the API's names for the prompt and for the tokens it asks for: a prompt
+     * (plus those tokens) beyond the context is a {@link ContextLengthException} naming them, the one context check of
+     * every API (the engine's, on the tokens the request carries).
+     */
+    public Completion submit(GenerationRequest request, String promptField, String predictField) {
         long start = System.nanoTime();
-        return new Completion(this, scheduler.submit(request), metrics, start);
+        try {
+            return new Completion(this, scheduler.submit(request), metrics, start);
+        } catch (ContextOverflowException e) {
+            throw new ContextLengthException(e, promptField, predictField);
+        }
     }
 
     /**
@@ -136,8 +151,8 @@ public final class ServedModel implements AutoCloseable {
     }
 
     /**
-     * Renders a chat with the model's template, ready to submit: the prompt ends where the assistant's reply begins, and
-     * the message ends become token boundaries (the prefix cache's fork points). A chat that certainly cannot fit
+     * Renders a chat with the model's template and encodes it once, ready to submit: the prompt ends where the
+     * assistant's reply begins, and the message ends become token boundaries (the prefix cache's fork points). A chat that certainly cannot fit
      * {@code numCtx} tokens (0 = the model's default) is refused before anything is rendered or tokenized
      * ({@link LoadedModel#requirePromptMayFit}), naming {@code messages}.
      */
@@ -163,7 +178,7 @@ public final class ServedModel implements AutoCloseable {
         }
         RenderedChat rendered = template.render(messages, tools, true, think);
         model.requirePromptMayFit(rendered.prompt().length(), bound, field);
-        return new ChatPrompt(rendered.prompt(), template.tokenBoundaries(rendered), template,
+        return new ChatPrompt(rendered.prompt(), template.encode(rendered), template,
                 template.replyFormat(rendered.prompt(), think, !tools.isEmpty()));
     }
 
@@ -206,17 +221,20 @@ public final class ServedModel implements AutoCloseable {
     }
 
     /**
-     * A rendered chat.
+     * A rendered chat, encoded.
      *
-     * @param prompt     the raw prompt
-     * @param boundaries token offsets of the message ends ({@link GenerationRequest#messageBoundaries()})
-     * @param template   the template
-     * @param reply      how the reply is divided into thinking, answer and tool calls
+     * @param prompt   the raw prompt
+     * @param tokens   its tokens and the message ends among them ({@link GenerationRequest#messageBoundaries()})
+     * @param template the template
+     * @param reply    how the reply is divided into thinking, answer and tool calls
      */
-    public record ChatPrompt(String prompt, int[] boundaries, ChatTemplate template, ReplyFormat reply) {
-        /** The generation request for this chat with the given options (numCtx 0 = default; numBatch per GenerationRequest). */
+    public record ChatPrompt(String prompt, ChatTokens tokens, ChatTemplate template, ReplyFormat reply) {
+        /**
+         * The generation request for this chat with the given options (numCtx 0 = default; numBatch per
+         * GenerationRequest): it carries the tokens, so the prompt is not encoded again.
+         */
         public GenerationRequest request(dev.forkpoint.sampling.SamplingOptions sampling, int numCtx, int numBatch, String cacheSalt) {
-            return new GenerationRequest(prompt, sampling, numCtx, numBatch, boundaries, cacheSalt);
+            return GenerationRequest.ofTokens(prompt, tokens.tokens(), tokens.boundaries(), sampling, numCtx, numBatch).withCacheSalt(cacheSalt);
         }
     }
 }

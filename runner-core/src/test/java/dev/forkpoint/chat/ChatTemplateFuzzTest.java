@@ -132,7 +132,7 @@ class ChatTemplateFuzzTest {
                         + " in a prompt of " + chat.prompt().length());
                 previous = end;
             }
-            int[] boundaries = t.tokenBoundaries(chat);
+            int[] boundaries = t.encode(chat).boundaries();
             for (int i = 1; i < boundaries.length; i++) check(boundaries[i] > boundaries[i - 1], "boundaries not ascending");
             AssistantReply parsed = t.parseReply(reply);
             check(parsed.content() != null && parsed.toolCalls() != null, "a reply without content or tool calls");

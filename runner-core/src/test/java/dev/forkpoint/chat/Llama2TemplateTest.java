@@ -61,7 +61,9 @@ class Llama2TemplateTest {
     void tokenBoundariesAscendAndAreTheTokensOfThePrefixes() {
         RenderedChat chat = template.render(DIALOG, List.of(), true);
         int[] full = spm.encode(chat.prompt(), true, true);
-        int[] boundaries = template.tokenBoundaries(chat);
+        ChatTokens encoded = template.encode(chat);
+        assertArrayEquals(full, encoded.tokens(), "the prompt is encoded as a whole");
+        int[] boundaries = encoded.boundaries();
         assertTrue(boundaries.length >= 2, () -> "too few boundaries: " + Arrays.toString(boundaries));
         int previous = 0;
         for (int b : boundaries) {

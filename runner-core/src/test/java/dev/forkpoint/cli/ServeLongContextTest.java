@@ -159,7 +159,8 @@ class ServeLongContextTest {
             assertTrue(atDefault.body().contains("prompt is 1501 tokens but num_ctx is 1024"), atDefault.body());
             HttpResponse<String> openai = h.post("/v1/chat/completions", "{\"model\":\"long.gguf\",\"max_tokens\":2,\"messages\":[{\"role\":\"user\",\"content\":\"" + prompt + "\"}]}");
             assertEquals(400, openai.statusCode(), "OpenAI requests get the default context: " + openai.body());
-            assertTrue(openai.body().contains("the model's context is 1024 tokens"), openai.body());
+            assertTrue(openai.body().contains("tokens but num_ctx is 1024; shorten the prompt or raise num_ctx"), openai.body());
+            assertEquals("context_length_exceeded", ServerHarness.json(openai.body()).get("error").get("code").asText(), openai.body());
 
             JsonNode above = h.postJson("/api/generate", body(prompt, 1800, 2));
             assertEquals(1501, above.get("prompt_eval_count").asInt() + above.get("prompt_cache_count").asInt());

@@ -130,7 +130,7 @@ final class KernelSupport {
      * L1 cache for the other tokens, so a batch shares the memory traffic of one token. Above it, the prefill GEMM
      * ({@link FloatGemm}), whose sums are ordered differently.
      */
-    static final int DECODE_MAX_ROWS = 16;
+    static final int DECODE_MAX_ROWS = dev.forkpoint.backend.Backend.MAX_DECODE_ROWS;
 
     /** Whether a multiply of n tokens takes the prefill GEMM path. */
     static boolean gemm(int n) {

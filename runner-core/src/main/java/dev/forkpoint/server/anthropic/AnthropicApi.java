@@ -24,6 +24,7 @@ import dev.forkpoint.server.Completion;
 import dev.forkpoint.server.EventStream;
 import dev.forkpoint.server.Json;
 import dev.forkpoint.server.ModelLease;
+import dev.forkpoint.server.OllamaOptions;
 import dev.forkpoint.server.ReplyStream;
 import dev.forkpoint.server.ServedModel;
 import dev.forkpoint.server.ServerApi;
@@ -31,7 +32,9 @@ import dev.forkpoint.server.ServerCore;
 import io.javalin.http.Context;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
 
 /**
@@ -118,16 +121,16 @@ public final class AnthropicApi implements ServerApi {
         List<ToolDefinition> forced = MessageMapping.forcedTools(req.toolChoice(), tools);
         GrammarNode grammar = forced == null ? null : ForcedToolCalls.grammar(forced, "tools[%d].input_schema", tools);
         think = ConstrainedReply.think(think, grammar, "thinking", "a forced tool_choice");
-        SamplingOptions sampling = sampling(req);
+        options(req, Map.of());   // bad fields before the model is loaded
         try (ModelLease lease = core.models().acquire(req.model(), null)) {
             ServedModel model = lease.model();
-            ServedModel.ChatPrompt chat = model.renderChat(messages, tools, 0, "messages", relaxed(model, think));
-            checkContext(model, chat.prompt(), req.maxTokens());
-            GenerationRequest request = chat.request(sampling, 0, GenerationRequest.NUM_BATCH_DEFAULT, "").withGrammar(grammar);
+            OllamaOptions options = options(req, model.parameters());
+            ServedModel.ChatPrompt chat = model.renderChat(messages, tools, options.numCtx(), "messages", relaxed(model, think));
+            GenerationRequest request = chat.request(options.sampling(), options.numCtx(), options.numBatch(), "").withGrammar(grammar);
             int budget = MessageMapping.thinkingBudget(req.thinking());
             if (budget > 0 && forced == null) request = request.withThinkingBudget(model.thinkingBudget(chat, budget));
             Reply reply = new Reply(model.name(), forced != null ? ForcedToolCalls.REPLY : chat.reply());
-            Completion completion = model.submit(request);   // 400 / 503 here, before anything is sent
+            Completion completion = model.submit(request, "messages", "max_tokens");   // 400 / 503 here, before anything is sent
             if (Boolean.TRUE.equals(req.stream())) stream(ctx, completion, reply);
             else {
                 try (completion) {
@@ -142,9 +145,16 @@ public final class AnthropicApi implements ServerApi {
         return think.requested() && !model.chatTemplate().supportsThinking() ? ThinkMode.DEFAULT : think;
     }
 
-    /** Anthropic's sampling: temperature 1 in [0, 1], top_p (1) in [0, 1], top_k (off) ≥ 0, stop_sequences, max_tokens. */
-    private static SamplingOptions sampling(AnthropicRequests.Messages req) {
-        SamplingOptions o = SamplingOptions.defaults().withTemperature(1.0).withTopP(1.0).withTopK(0).withNumPredict(req.maxTokens());
+    /**
+     * Anthropic's sampling: temperature 1 in [0, 1], top_p (1) in [0, 1], top_k (off) ≥ 0, stop_sequences, max_tokens;
+     * a store model's parameters ({@code modelParams}, num_ctx and num_batch included) lie between these defaults and
+     * the request's fields, as in Ollama.
+     */
+    private static OllamaOptions options(AnthropicRequests.Messages req, Map<String, Object> modelParams) {
+        Map<String, Object> defaults = new HashMap<>(Map.of("temperature", 1.0, "top_p", 1.0, "top_k", 0));
+        if (modelParams != null) defaults.putAll(modelParams);
+        OllamaOptions base = OllamaOptions.parse(defaults);
+        SamplingOptions o = base.sampling().withNumPredict(req.maxTokens());
         if (req.temperature() != null) {
             double t = req.temperature();
             if (!(t >= 0 && t <= 1)) throw new BadFieldException("temperature", "temperature must be in [0, 1], got " + t);
@@ -171,25 +181,7 @@ public final class AnthropicApi implements ServerApi {
             }
             o = o.withStop(stops);
         }
-        return o.validate();
-    }
-
-    /** Refuses, naming the field, a prompt that does not fit the context or a prompt + max_tokens beyond it. */
-    private static void checkContext(ServedModel model, String prompt, int maxTokens) {
-        int numCtx = model.model().defaultNumCtx();
-        model.model().requirePromptMayFit(prompt, numCtx, "messages");
-        int tokens = promptTokens(model, prompt);
-        if (tokens >= numCtx) {
-            throw new BadFieldException("messages", "prompt is too long: " + tokens + " tokens, but the model's context is " + numCtx + " tokens");
-        }
-        if ((long) tokens + maxTokens > numCtx) {
-            throw new BadFieldException("max_tokens", "input length and max_tokens exceed the context limit: " + tokens + " + "
-                    + maxTokens + " > " + numCtx + "; lower max_tokens");
-        }
-    }
-
-    private static int promptTokens(ServedModel model, String prompt) {
-        return model.model().tokenizer().encode(prompt, true, true).length;
+        return new OllamaOptions(o.validate(), base.numCtx(), base.numBatch());
     }
 
     // ---- count_tokens ----
@@ -202,7 +194,7 @@ public final class AnthropicApi implements ServerApi {
         try (ModelLease lease = core.models().acquire(req.model(), null)) {
             ServedModel model = lease.model();
             ObjectNode body = F.objectNode();
-            body.put("input_tokens", promptTokens(model, model.renderChat(messages, tools, 0, "messages", relaxed(model, think)).prompt()));
+            body.put("input_tokens", model.renderChat(messages, tools, 0, "messages", relaxed(model, think)).tokens().tokens().length);
             ctx.json(body);
         }
     }

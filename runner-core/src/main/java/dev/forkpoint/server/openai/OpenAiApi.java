@@ -18,7 +18,6 @@ import dev.forkpoint.engine.GenerationCancelledException;
 import dev.forkpoint.engine.GenerationEvent;
 import dev.forkpoint.engine.GenerationRequest;
 import dev.forkpoint.engine.GenerationResult;
-import dev.forkpoint.sampling.SamplingOptions;
 import dev.forkpoint.server.ApiError;
 import dev.forkpoint.server.BadFieldException;
 import dev.forkpoint.server.ClientGoneException;
@@ -30,6 +29,7 @@ import dev.forkpoint.server.LogprobJson;
 import dev.forkpoint.server.ModelLease;
 import dev.forkpoint.server.ModelListing;
 import dev.forkpoint.server.ModelNotFoundException;
+import dev.forkpoint.server.OllamaOptions;
 import dev.forkpoint.server.ReplyStream;
 import dev.forkpoint.server.ServedModel;
 import dev.forkpoint.server.ServerApi;
@@ -120,7 +120,7 @@ public final class OpenAiApi implements ServerApi {
             case PAYLOAD_TOO_LARGE -> "request_too_large";
             case BUSY -> "overloaded";
             case TOO_MANY_REQUESTS -> "rate_limit_exceeded";
-            default -> e.message().contains("context_length_exceeded") ? "context_length_exceeded" : null;
+            default -> e.code();
         };
         if (code == null) err.putNull("code");
         else err.put("code", code);
@@ -141,19 +141,19 @@ public final class OpenAiApi implements ServerApi {
         if (forced != null) format = ForcedToolCalls.grammar(forced, "tools[%d].function.parameters", tools);
         Integer maxTokens = req.maxCompletionTokens() != null ? req.maxCompletionTokens() : req.maxTokens();
         String maxField = req.maxCompletionTokens() != null ? "max_completion_tokens" : "max_tokens";
-        SamplingOptions sampling = OpenAiOptions.sampling(req, maxTokens, maxField);
+        OpenAiOptions.options(req, maxTokens, maxField, -1, Map.of());   // bad fields before the model is loaded
         int topLogprobs = OpenAiOptions.topLogprobs(req);
         ThinkMode think = ConstrainedReply.think(OpenAiOptions.think(req), format, OpenAiOptions.thinkField(req),
                 forced != null ? "a forced tool_choice" : "response_format");
         try (ModelLease lease = core.models().acquire(req.model(), null)) {
             ServedModel model = lease.model();
             model.requireThinking(think, OpenAiOptions.thinkField(req));
-            ServedModel.ChatPrompt chat = model.renderChat(messages, tools, 0, "messages", think);
-            OpenAiOptions.checkContext(model, chat.prompt(), maxTokens, "messages", maxField);
-            GenerationRequest request = chat.request(sampling, 0, GenerationRequest.NUM_BATCH_DEFAULT, "").withTopLogprobs(topLogprobs)
+            OllamaOptions options = OpenAiOptions.options(req, maxTokens, maxField, -1, model.parameters());
+            ServedModel.ChatPrompt chat = model.renderChat(messages, tools, options.numCtx(), "messages", think);
+            GenerationRequest request = chat.request(options.sampling(), options.numCtx(), options.numBatch(), "").withTopLogprobs(topLogprobs)
                     .withGrammar(format);
             Reply reply = new ChatReply(model.name(), ConstrainedReply.format(chat.reply(), format, forced != null), request.wantsLogprobs());
-            respond(ctx, model, request, Boolean.TRUE.equals(req.stream()), includeUsage(req), reply);
+            respond(ctx, model.submit(request, "messages", maxField), Boolean.TRUE.equals(req.stream()), includeUsage(req), reply);
         }
     }
 
@@ -165,14 +165,14 @@ public final class OpenAiApi implements ServerApi {
         if (req.echo() != null && req.echo()) throw new BadFieldException("echo", "echo is not supported; remove 'echo'");
         if (req.suffix() != null && !req.suffix().isEmpty()) throw new BadFieldException("suffix", "suffix (fill-in-the-middle) is not supported");
         if (req.bestOf() != null && req.bestOf() != 1) throw new BadFieldException("best_of", "best_of must be 1, got " + req.bestOf());
-        int maxTokens = req.maxTokens() != null ? req.maxTokens() : COMPLETIONS_DEFAULT_MAX_TOKENS;
-        SamplingOptions sampling = OpenAiOptions.sampling(req, maxTokens, "max_tokens");
+        OpenAiOptions.options(req, req.maxTokens(), "max_tokens", COMPLETIONS_DEFAULT_MAX_TOKENS, Map.of());   // bad fields first
         int topLogprobs = OpenAiOptions.topLogprobs(req);
         try (ModelLease lease = core.models().acquire(req.model(), null)) {
             ServedModel model = lease.model();
-            OpenAiOptions.checkContext(model, prompt, maxTokens, "prompt", "max_tokens");
-            GenerationRequest request = new GenerationRequest(prompt, sampling, 0, GenerationRequest.NUM_BATCH_DEFAULT).withTopLogprobs(topLogprobs);
-            respond(ctx, model, request, Boolean.TRUE.equals(req.stream()), includeUsage(req), new TextReply(model.name(), request.wantsLogprobs()));
+            OllamaOptions options = OpenAiOptions.options(req, req.maxTokens(), "max_tokens", COMPLETIONS_DEFAULT_MAX_TOKENS, model.parameters());
+            GenerationRequest request = new GenerationRequest(prompt, options.sampling(), options.numCtx(), options.numBatch()).withTopLogprobs(topLogprobs);
+            respond(ctx, model.submit(request, "prompt", "max_tokens"), Boolean.TRUE.equals(req.stream()), includeUsage(req),
+                    new TextReply(model.name(), request.wantsLogprobs()));
         }
     }
 
@@ -254,9 +254,8 @@ public final class OpenAiApi implements ServerApi {
         ObjectNode emptyChunk();
     }
 
-    private void respond(Context ctx, ServedModel model, GenerationRequest request, boolean stream, boolean includeUsage,
-                         Reply reply) throws InterruptedException {
-        Completion completion = model.submit(request);   // 400 / 503 here, before anything is sent
+    /** Sends a submitted completion ({@link ServedModel#submit}: 400 / 503 there, before anything is sent). */
+    private void respond(Context ctx, Completion completion, boolean stream, boolean includeUsage, Reply reply) throws InterruptedException {
         if (!stream) {
             try (completion) {
                 ctx.json(reply.whole(completion.await(ctx)));

@@ -4,15 +4,18 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.forkpoint.sampling.SamplingOptions;
 import dev.forkpoint.server.BadFieldException;
 import dev.forkpoint.server.Json;
-import dev.forkpoint.server.ServedModel;
+import dev.forkpoint.server.OllamaOptions;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * OpenAI's sampling fields as engine options, with OpenAI's defaults and ranges: temperature 1 in [0, 2] (0 = greedy),
  * top_p 1 in [0, 1], no top_k (OpenAI has none), presence/frequency penalty 0 in [-2, 2], seed (random when absent),
- * stop as a string or up to 4 strings. Everything else the engine uses keeps its default. A field out of range is a
+ * stop as a string or up to 4 strings. Everything else the engine uses keeps its default. A store model's parameters
+ * (its Modelfile's PARAMETER lines) lie between OpenAI's defaults and the request's fields, as in Ollama. A field out of range is a
  * 400 naming it; a field Forkpoint cannot honour ({@code n} > 1, {@code logit_bias}) is refused rather than ignored.
  * Log-probabilities: chat's {@code logprobs: true} with {@code top_logprobs} 0–20 (top_logprobs needs logprobs),
  * completions' {@code logprobs} 0–5.
@@ -76,15 +79,25 @@ final class OpenAiOptions {
         return dev.forkpoint.server.LogprobJson.checkTop("logprobs", r.logprobCount(), 5);
     }
 
-    /** The engine options for {@code r}; {@code maxTokens} (null = until the end of generation or the context). */
-    static SamplingOptions sampling(OpenAiRequests.Sampling r, Integer maxTokens, String maxTokensField) {
+    /**
+     * The engine options for {@code r} on a model with {@code modelParams} (a store model's params layer; empty for
+     * none), layered as Ollama layers them: OpenAI's defaults (temperature 1, top_p 1, no top_k, and
+     * {@code defaultMaxTokens} when ≥ 1), under the model's parameters (num_ctx and num_batch included), under the
+     * request's own fields. {@code maxTokens}: the request's, or null.
+     */
+    static OllamaOptions options(OpenAiRequests.Sampling r, Integer maxTokens, String maxTokensField, int defaultMaxTokens,
+                                 Map<String, Object> modelParams) {
         if (r.n() != null && r.n() != 1) {
             throw new BadFieldException("n", "n must be 1 (Forkpoint generates one choice per request), got " + r.n());
         }
         if (r.logitBias() != null && !r.logitBias().isNull() && !r.logitBias().isEmpty()) {
             throw new BadFieldException("logit_bias", "logit_bias is not supported; remove 'logit_bias'");
         }
-        SamplingOptions o = SamplingOptions.defaults().withTemperature(1.0).withTopP(1.0).withTopK(0);
+        Map<String, Object> defaults = new HashMap<>(Map.of("temperature", 1.0, "top_p", 1.0, "top_k", 0));
+        if (defaultMaxTokens >= 1) defaults.put("num_predict", defaultMaxTokens);
+        if (modelParams != null) defaults.putAll(modelParams);
+        OllamaOptions base = OllamaOptions.parse(defaults);
+        SamplingOptions o = base.sampling();
         if (r.temperature() != null) o = o.withTemperature(range("temperature", r.temperature(), 0, 2));
         if (r.topP() != null) o = o.withTopP(range("top_p", r.topP(), 0, 1));
         if (r.presencePenalty() != null) o = o.withPresencePenalty(range("presence_penalty", r.presencePenalty(), -2, 2));
@@ -94,7 +107,8 @@ final class OpenAiOptions {
             if (maxTokens < 1) throw new BadFieldException(maxTokensField, maxTokensField + " must be at least 1, got " + maxTokens);
             o = o.withNumPredict(maxTokens);
         }
-        return o.withStop(stops(r.stop())).validate();
+        if (r.stop() != null && !r.stop().isNull()) o = o.withStop(stops(r.stop()));
+        return new OllamaOptions(o.validate(), base.numCtx(), base.numBatch());
     }
 
     /** {@code stop}: null, a string, or an array of up to {@value #MAX_STOPS} non-empty strings. */
@@ -115,25 +129,6 @@ final class OpenAiOptions {
             out.add(s.asText());
         }
         return out;
-    }
-
-    /**
-     * Refuses, naming the field, a prompt that does not fit the model's context, or a prompt plus {@code maxTokens}
-     * (null = none asked) that exceeds it; returns the prompt's tokens.
-     */
-    static int checkContext(ServedModel model, String prompt, Integer maxTokens, String promptField, String maxTokensField) {
-        int numCtx = model.model().defaultNumCtx();
-        model.model().requirePromptMayFit(prompt, numCtx, promptField);
-        int tokens = model.model().tokenizer().encode(prompt, true, true).length;
-        if (tokens >= numCtx) {
-            throw new BadFieldException(promptField, "the prompt is " + tokens + " tokens but the model's context is "
-                    + numCtx + " tokens (context_length_exceeded); shorten " + promptField);
-        }
-        if (maxTokens != null && (long) tokens + maxTokens > numCtx) {
-            throw new BadFieldException(maxTokensField, "the prompt (" + tokens + " tokens) + " + maxTokensField + " ("
-                    + maxTokens + ") exceeds the model's context of " + numCtx + " tokens; lower " + maxTokensField);
-        }
-        return tokens;
     }
 
     private static double range(String field, double v, double lo, double hi) {

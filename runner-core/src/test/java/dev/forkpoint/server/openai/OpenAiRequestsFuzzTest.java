@@ -30,12 +30,12 @@ class OpenAiRequestsFuzzTest {
                 check(!messages.isEmpty(), "no messages mapped");
                 ChatMapping.tools(chat.tools(), chat.toolChoice());
                 Integer max = chat.maxCompletionTokens() != null ? chat.maxCompletionTokens() : chat.maxTokens();
-                SamplingOptions o = OpenAiOptions.sampling(chat, max, chat.maxCompletionTokens() != null ? "max_completion_tokens" : "max_tokens");
+                SamplingOptions o = OpenAiOptions.options(chat, max, chat.maxCompletionTokens() != null ? "max_completion_tokens" : "max_tokens", -1, java.util.Map.of()).sampling();
                 check(o == o.validate(), "options out of range");
             });
             var completion = FuzzJson.bind(tree, OpenAiRequests.Completion.class);
             OpenAiApi.prompt(completion.prompt());
-            OpenAiOptions.sampling(completion, completion.maxTokens() != null ? completion.maxTokens() : 16, "max_tokens");
+            OpenAiOptions.options(completion, completion.maxTokens(), "max_tokens", OpenAiApi.COMPLETIONS_DEFAULT_MAX_TOKENS, java.util.Map.of());
         });
         if (error != null) check(error instanceof BadFieldException, "not a BadFieldException: " + error);
     }
