@@ -6,6 +6,8 @@ import dev.forkpoint.engine.EngineOptions;
 import dev.forkpoint.engine.GenerationRequest;
 import dev.forkpoint.engine.GenerationResult;
 import dev.forkpoint.engine.LoadedModel;
+import dev.forkpoint.engine.Scheduler;
+import dev.forkpoint.engine.SchedulerOptions;
 import dev.forkpoint.sampling.SamplingOptions;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -21,7 +23,8 @@ import java.util.concurrent.Callable;
 
 /**
  * {@code forkpoint run}: completes a raw prompt (no chat template), streaming the text to stdout as it is generated,
- * then prints token counts and speeds to stderr. Sampling options have Ollama's names and defaults.
+ * then prints token counts and speeds to stderr. The request goes to a one-slot {@link Scheduler}, the engine driver
+ * the server uses. Sampling options have Ollama's names and defaults.
  */
 @Command(name = "run", mixinStandardHelpOptions = true, showDefaultValues = true, sortOptions = false,
         description = "Generate text from a prompt (raw completion, no chat template).")
@@ -108,12 +111,13 @@ final class RunCommand implements Callable<Integer> {
         String text = prompt.equals("-") ? new String(env.in().readAllBytes(), StandardCharsets.UTF_8) : prompt;
 
         EngineOptions engine = new EngineOptions(kvCacheBytes, EngineOptions.parseKvType(kvType), 2, checkpointBytes, choice, numCtx, backend.mlxLib, backend.kernelChoice());
-        try (LoadedModel loaded = model.load(env, threads, main.debug(), engine)) {
+        try (LoadedModel loaded = model.load(env, threads, main.debug(), engine);
+             Scheduler scheduler = new Scheduler(loaded, SchedulerOptions.alone())) {   // the server's driver, one slot
             var out = env.out();
             var last = new StringBuilder(1);
             GenerationResult result;
             try {
-                result = loaded.generate(new GenerationRequest(text, sampling, numCtx, numBatch == null ? GenerationRequest.NUM_BATCH_DEFAULT : numBatch), piece -> {
+                result = scheduler.generate(new GenerationRequest(text, sampling, numCtx, numBatch == null ? GenerationRequest.NUM_BATCH_DEFAULT : numBatch), piece -> {
                     if (piece.isEmpty()) return;
                     out.print(piece);
                     out.flush();

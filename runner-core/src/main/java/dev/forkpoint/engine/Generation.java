@@ -24,9 +24,9 @@ import java.util.Locale;
  * token at most) and reports it; then the caller evaluates {@link #chunk(int) prefill chunks} of at most num_batch
  * tokens and, once the prompt is in, one {@link #nextToken() token} at a time, handing each step's logits back
  * ({@link #prefilled}, {@link #decoded}); the generation samples, streams text (complete UTF-8, stop strings withheld)
- * and ends at an end-of-generation token, a stop string, num_predict or the end of the context. {@link #run()} drives
- * it alone ({@link LoadedModel#generate}); the {@link Scheduler} drives several together. Every evaluation is one KV
- * step of the caller (begin, forward, commit; rolled back when anything throws). However the request ends,
+ * and ends at an end-of-generation token, a stop string, num_predict or the end of the context. Its one driver is the
+ * {@link Scheduler} (one slot for {@link LoadedModel#generate} and the CLI, several for the server). Every evaluation
+ * is one KV step of the driver (begin, forward, commit; rolled back when anything throws). However the request ends,
  * {@link #close(Throwable)} inserts its committed tokens into the cache and closes its sequence.
  *
  * <p>A hybrid model's recurrent state cannot be truncated: the generation resumes at the deepest checkpoint on the
@@ -36,7 +36,7 @@ import java.util.Locale;
  * committed; the cache stores them with the tokens. One INFO log line per request:
  * {@code cache total=<prompt tokens> matched=<cached prefix found> reused=<positions not evaluated> prefill=<evaluated>
  * chunks=<n>}, plus {@code checkpoint=<offset resumed at>} for hybrid models.
- * Not thread-safe: one driver, holding the model's lock while it evaluates.
+ * Not thread-safe: driven by the scheduler's thread, which holds the model's lock while it evaluates.
  */
 final class Generation {
     private static final System.Logger LOG = System.getLogger(Generation.class.getName());
@@ -77,10 +77,6 @@ final class Generation {
     private final ThinkingBudget.Tracker thinking;   // null: no thinking budget
     private GenerationResult result;
     private boolean closed;
-
-    Generation(LoadedModel model, GenerationRequest request, TokenSink sink) {
-        this(model, request, plan(model, request), sink);
-    }
 
     Generation(LoadedModel model, GenerationRequest request, Plan plan, TokenSink sink) {
         this.model = model;
@@ -148,27 +144,6 @@ final class Generation {
         model.requireFits(prompt.length + maxNew, "prompt (" + prompt.length + " tokens) + "
                 + (numPredict < 0 ? "generation up to num_ctx " + numCtx : "num_predict (" + numPredict + ")"));
         return new Plan(options, numCtx, numBatch, prompt, maxNew, boundaries);
-    }
-
-    /** Runs the whole completion alone, prefilling in chunks of exactly num_batch. The caller holds the model's lock. */
-    GenerationResult run() {
-        Throwable failure = null;
-        try {
-            start();
-            started();
-            while (prefilling()) {
-                int[] chunk = chunk(Integer.MAX_VALUE);
-                boolean last = evaluatedTo + chunk.length == prompt.length;
-                prefilled(chunk.length, model.evaluate(new int[][] {chunk}, new KvStore[] {kv}, last)[0]);
-            }
-            while (decoding()) decoded(model.evaluate(new int[][] {{nextToken}}, new KvStore[] {kv}, true)[0]);
-            return result;
-        } catch (RuntimeException | Error e) {
-            failure = e;
-            throw e;
-        } finally {
-            close(failure);
-        }
     }
 
     /** Matches the prompt against the prefix cache (locking the matched path) and opens the sequence. */

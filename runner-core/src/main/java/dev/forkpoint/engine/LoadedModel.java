@@ -38,7 +38,7 @@ import java.util.function.UnaryOperator;
  * by the model file's identity and the request's cache salt. A hybrid model's sequences also keep a recurrent state
  * per linear layer (in their KV stores); the cache holds copies of it at fork points, charged to
  * {@link #checkpointBudgetBytes()}. Every request goes through the cache. Evaluations are serialised: one forward
- * pass at a time, whether a lone {@link #generate} or a {@link Scheduler}'s batched step.
+ * pass at a time (a {@link Scheduler}'s step holds this model's lock; {@link #generate} runs on a one-slot scheduler).
  */
 public final class LoadedModel implements AutoCloseable {
     /** Ollama's default context window; the default num_ctx unless the model's trained context is smaller. */
@@ -237,11 +237,14 @@ public final class LoadedModel implements AutoCloseable {
     }
 
     /**
-     * Runs a completion, streaming text to {@code sink}. Serialised with every other evaluation on this model,
-     * including a {@link Scheduler}'s steps (one forward pass at a time per model).
+     * Runs a completion, streaming text to {@code sink} (on the caller's thread), through a one-slot {@link Scheduler}
+     * ({@link SchedulerOptions#alone()}): the engine's one driver. Serialised with every other evaluation on this
+     * model, including other schedulers' steps (one forward pass at a time per model). See {@link Scheduler#generate}.
      */
-    public synchronized GenerationResult generate(GenerationRequest request, TokenSink sink) {
-        return new Generation(this, request, sink).run();
+    public GenerationResult generate(GenerationRequest request, TokenSink sink) {
+        try (Scheduler alone = new Scheduler(this, SchedulerOptions.alone())) {
+            return alone.generate(request, sink);
+        }
     }
 
     /**

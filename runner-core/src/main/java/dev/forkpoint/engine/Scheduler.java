@@ -37,7 +37,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * failed batched pass is retried one sequence at a time, and only the sequences that fail alone end with
  * {@link GenerationEvent.Failed} (their own exception); the others continue and the scheduler keeps serving.
  * With the CPU backend's batch-invariant decode kernels, a greedy generation produces the same tokens however it is
- * batched. Steps hold the model's lock, so {@link LoadedModel#generate} calls interleave with them safely.
+ * batched. Steps hold the model's lock, so several schedulers on one model (the server's, and the one-slot ones
+ * {@link LoadedModel#generate} makes) interleave their steps safely.
  *
  * <p>Invariants: a request that fails to start (whatever throws while it is admitted) leaves the queue with its own
  * error, so no request can stay at the head and make every step fail; an error that repeats is logged once a minute
@@ -131,6 +132,56 @@ public final class Scheduler implements AutoCloseable {
             future.cancel(false);
             throw e;
         }
+    }
+
+    /**
+     * Runs one request to its end on this scheduler, on the caller's thread as far as its events go: submits it
+     * ({@link #submit}: a bad request throws at once) and hands each event to {@code sink} as it arrives; returns the
+     * result, or rethrows the generation's own error. When the sink throws, the generation is cancelled and its end
+     * awaited (its committed tokens are cached, its pages released) before the sink's exception is rethrown. An
+     * interrupted caller cancels it the same way and gets {@link GenerationCancelledException}. The CLI's
+     * {@code run} and {@link LoadedModel#generate} drive the engine through this, so every generation has one driver.
+     */
+    public GenerationResult generate(GenerationRequest request, TokenSink sink) {
+        GenerationStream stream = submit(request);
+        try {
+            for (GenerationEvent e; (e = stream.next()) != null; ) {
+                switch (e) {
+                    case GenerationEvent.Started s -> sink.started(s.promptTokens(), s.cachedTokens());
+                    case GenerationEvent.Text t -> {
+                        if (request.wantsLogprobs()) sink.text(t.piece(), t.logprobs());
+                        else sink.text(t.piece());
+                    }
+                    case GenerationEvent.Done d -> { return d.result(); }
+                    case GenerationEvent.Failed f -> {
+                        if (f.error() instanceof WrappedError w) throw w.error();
+                        throw f.error();
+                    }
+                }
+            }
+            throw new IllegalStateException("the generation's final event was already taken");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            awaitEnd(stream);
+            throw new GenerationCancelledException();
+        } catch (RuntimeException | Error e) {
+            awaitEnd(stream);
+            throw e;
+        }
+    }
+
+    /** Cancels a stream that has not finished and waits for its final event (uninterruptibly). */
+    private static void awaitEnd(GenerationStream stream) {
+        stream.cancel();
+        boolean interrupted = Thread.interrupted();
+        while (!stream.isFinished()) {
+            try {
+                stream.poll(java.time.Duration.ofMillis(50));
+            } catch (InterruptedException again) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) Thread.currentThread().interrupt();
     }
 
     public SchedulerStats stats() {
@@ -410,7 +461,14 @@ public final class Scheduler implements AutoCloseable {
     }
 
     private static RuntimeException runtime(Throwable e) {
-        return e instanceof RuntimeException r ? r : new IllegalStateException("internal error: " + e, e);
+        return e instanceof RuntimeException r ? r : new WrappedError((Error) e);
+    }
+
+    /** An {@link Error} of a generation, carried in its {@link GenerationEvent.Failed} ({@link #generate} rethrows the error itself). */
+    private static final class WrappedError extends IllegalStateException {
+        WrappedError(Error error) { super("internal error: " + error, error); }
+
+        Error error() { return (Error) getCause(); }
     }
 
     private TokenSink sink(GenerationStream stream) {

@@ -45,6 +45,14 @@ public record SchedulerOptions(int parallel, int queueLimit, int stepTokens, int
         return new SchedulerOptions(DEFAULT_PARALLEL, DEFAULT_QUEUE_LIMIT, DEFAULT_STEP_TOKENS, 0);
     }
 
+    /**
+     * One request at a time, its prompt prefilled in chunks of exactly its num_batch (no step token budget, no time
+     * bound): the scheduler of {@link LoadedModel#generate} and the CLI's {@code run}.
+     */
+    public static SchedulerOptions alone() {
+        return new SchedulerOptions(1, 0, Integer.MAX_VALUE, UNBOUNDED);
+    }
+
     public SchedulerOptions withParallel(int n) { return new SchedulerOptions(n, queueLimit, stepTokens, stepMillis); }
 
     public SchedulerOptions withQueueLimit(int n) { return new SchedulerOptions(parallel, n, stepTokens, stepMillis); }
