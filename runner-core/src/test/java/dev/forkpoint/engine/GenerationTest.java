@@ -92,6 +92,46 @@ class GenerationTest {
     }
 
     @Test
+    void aRequestCarryingItsTokensGeneratesWhatItsTextDoesAndTheContextCheckSeesThem() {
+        int[] tokens = model.tokenizer().encode(PROMPT, true, true);
+        SamplingOptions greedy = SamplingOptions.greedy().withNumPredict(20);
+        GenerationResult fromText = run(new GenerationRequest(PROMPT, greedy, 0, 512).withCacheSalt("text"), new StringBuilder());
+        GenerationResult fromTokens = run(GenerationRequest.ofTokens(PROMPT, tokens, new int[] {2}, greedy, 0, 512)
+                .withCacheSalt("tokens"), new StringBuilder());
+        assertArrayEquals(fromText.generatedIds(), fromTokens.generatedIds());
+        assertEquals(tokens.length, fromTokens.promptTokens());
+        // the tokens are what counts, not the text beside them: one token fewer, one more generated before num_ctx 10
+        int[] shorter = java.util.Arrays.copyOf(tokens, tokens.length - 1);
+        GenerationResult cut = run(GenerationRequest.ofTokens(PROMPT, shorter, null, SamplingOptions.greedy().withNumPredict(-1), 10, GenerationRequest.NUM_BATCH_DEFAULT),
+                new StringBuilder());
+        assertEquals(10 - shorter.length, cut.generatedIds().length);
+        ContextOverflowException overflow = assertThrows(ContextOverflowException.class, () -> run(
+                GenerationRequest.ofTokens(PROMPT, tokens, null, SamplingOptions.greedy().withNumPredict(6), 10, 4), new StringBuilder()));
+        assertEquals("prompt (" + tokens.length + " tokens) + max_tokens (6) exceeds num_ctx 10", overflow.message("max_tokens"));
+        assertFalse(overflow.promptAlone());
+        int vocab = model.tokenizer().vocabSize();
+        var outside = GenerationRequest.ofTokens(PROMPT, new int[] {1, vocab}, null, greedy, 0, 512);
+        assertEquals("prompt token 1 is " + vocab + ", outside the vocabulary [0, " + vocab + ")",
+                assertThrows(InvalidInputException.class, () -> run(outside, new StringBuilder())).getMessage());
+    }
+
+    @Test
+    void aSinkThatThrowsEndsTheGenerationWhoseCommittedTokensAreCachedBeforeTheErrorReturns() {
+        String salt = "sink throws";
+        SamplingOptions greedy = SamplingOptions.greedy().withNumPredict(30);
+        IllegalStateException stop = new IllegalStateException("reader gone");
+        int[] pieces = {0};
+        IllegalStateException thrown = assertThrows(IllegalStateException.class, () -> model.generate(
+                new GenerationRequest(PROMPT, greedy, 0, 512).withCacheSalt(salt), piece -> {
+                    if (++pieces[0] == 3) throw stop;
+                }));
+        assertTrue(thrown == stop, "the sink's own exception: " + thrown);
+        // the prompt and what was generated before the cancellation were inserted before generate returned
+        GenerationResult again = run(new GenerationRequest(PROMPT, greedy, 0, 512).withCacheSalt(salt), new StringBuilder());
+        assertEquals(again.promptTokens() - 1, again.cachedTokens(), "the whole prompt but its last token is reused");
+    }
+
+    @Test
     void numBatchOutsideOneToNumCtxIsRefusedNamingIt() {
         for (int bad : new int[] {0, -3, 65}) {
             var request = new GenerationRequest(PROMPT, SamplingOptions.greedy(), 64, bad);
