@@ -20,7 +20,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * The layering, checked on the sources: api (server) → engine → model → backend; engine → kv-cache; nothing imports
  * the server (but the CLI, which starts it); formats import no backend; the server's API packages (ollama, openai,
- * anthropic, runner) do not reference each other — what two of them share lives in the server core. A reference counts wherever code names a
+ * anthropic, runner) do not reference each other — what two of them share lives in the server core; a concrete backend
+ * ({@code backend.cpu}) is named only by the backend factory ({@code backend.choice}) and the CLI, the others reach it
+ * through the backend SPI. A reference counts wherever code names a
  * package (imports and qualified names), not in comments or strings.
  */
 class ImportDirectionTest {
@@ -39,6 +41,9 @@ class ImportDirectionTest {
 
     /** The API packages under server: each speaks one protocol and reaches the others only through the core. */
     static final Set<String> APIS = Set.of("ollama", "openai", "anthropic", "runner");
+    /** Concrete backends: only {@link #CONCRETE_BACKEND_USERS} and the backend's own package name them. */
+    private static final Pattern CONCRETE_BACKEND = Pattern.compile("\\bdev\\.forkpoint\\.backend\\.cpu\\b");
+    static final Set<String> CONCRETE_BACKEND_USERS = Set.of("backend.cpu", "backend.choice", "cli");
     private static final Pattern SERVER_REFERENCE = Pattern.compile("\\bdev\\.forkpoint\\.server\\.([a-z0-9]+)\\b");
 
     private static final Pattern PACKAGE = Pattern.compile("^package dev\\.forkpoint\\.?([a-z0-9.]*);", Pattern.MULTILINE);
@@ -58,6 +63,8 @@ class ImportDirectionTest {
             if (FORBIDDEN.getOrDefault(top, Set.of()).contains(target)) out.add(pkg + " → " + target);
             if (target.equals("server") && !top.equals("server") && !top.equals("cli")) out.add(pkg + " → server");
         }
+        boolean concreteAllowed = CONCRETE_BACKEND_USERS.stream().anyMatch(u -> pkg.equals(u) || pkg.startsWith(u + "."));
+        if (!concreteAllowed && CONCRETE_BACKEND.matcher(code).find()) out.add(pkg + " → backend.cpu");
         String[] parts = pkg.split("\\.");
         if (parts.length >= 2 && parts[0].equals("server") && APIS.contains(parts[1])) {
             Matcher api = SERVER_REFERENCE.matcher(code);
@@ -94,5 +101,8 @@ class ImportDirectionTest {
         assertEquals(List.of("server.runner → server.ollama"),
                 violations("package dev.forkpoint.server.runner;\nclass R { Object o = dev.forkpoint.server.ollama.OllamaApi.format(null); }"));
         assertEquals(List.of(), violations("package dev.forkpoint.server.runner;\nimport dev.forkpoint.server.OllamaOptions;\n"));
+        assertEquals(List.of("engine → backend.cpu"), violations("package dev.forkpoint.engine;\nclass L { Object k(Object b) { "
+                + "return b instanceof dev.forkpoint.backend.cpu.CpuBackend c ? c.kernelsInUse() : null; } }"));
+        assertEquals(List.of(), violations("package dev.forkpoint.backend.choice;\nimport dev.forkpoint.backend.cpu.CpuBackend;\n"));
     }
 }

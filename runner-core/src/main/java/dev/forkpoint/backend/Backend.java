@@ -18,6 +18,11 @@ public interface Backend extends AutoCloseable {
     /** A short name for logs ("cpu", "mlx"). */
     String name();
 
+    /** The kernels this backend computes with, for reports ("java", "native avx512vnni", …); "-" when it has no choice of them. */
+    default String kernelsInUse() {
+        return "-";
+    }
+
     /**
      * Prepares a weight from its description: a GGML-typed tensor ({@link dev.forkpoint.tensor.GgmlTensor}, read in
      * place), an MLX affine- or floating-point-quantised matrix ({@link dev.forkpoint.tensor.AffineTensor},

@@ -181,9 +181,9 @@ public final class LoadedModel implements AutoCloseable {
     /** The backend's name ("cpu"). */
     public String backendName() { return backend.name(); }
 
-    /** The CPU backend's kernels ("java", "native avx512vnni", …); "-" on another backend. */
+    /** The backend's kernels ({@link Backend#kernelsInUse()}: "java", "native avx512vnni", …; "-" on a backend without a choice). */
     public String kernels() {
-        return backend instanceof dev.forkpoint.backend.cpu.CpuBackend cpu ? cpu.kernelsInUse() : "-";
+        return backend.kernelsInUse();
     }
 
     public ModelInfo info() throws IOException {
