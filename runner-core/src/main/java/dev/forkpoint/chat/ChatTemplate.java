@@ -127,6 +127,17 @@ public final class ChatTemplate {
 
     /** {@link #render(List, List, boolean)} with the request's thinking mode ({@code enable_thinking}, {@code reasoning_effort}). */
     public RenderedChat render(List<ChatMessage> messages, List<ToolDefinition> tools, boolean addGenerationPrompt, ThinkMode think) {
+        return render(messages, tools, addGenerationPrompt, think, Integer.MAX_VALUE);
+    }
+
+    /**
+     * {@link #render(List, List, boolean, ThinkMode)} finding the ends of the last {@code endsWanted} messages only
+     * (the others are −1): a Jinja template renders the whole chat once plus once per end wanted, so a caller that
+     * uses no message ends ({@link dev.forkpoint.engine.LoadedModel#forkPointsUsed()} 0: an attention-only model)
+     * renders the chat exactly once.
+     */
+    public RenderedChat render(List<ChatMessage> messages, List<ToolDefinition> tools, boolean addGenerationPrompt, ThinkMode think,
+                               int endsWanted) {
         if (think == null) think = ThinkMode.DEFAULT;
         if (messages.isEmpty()) throw new InvalidInputException("messages must not be empty");
         if (tools == null) tools = List.of();
@@ -143,6 +154,10 @@ public final class ChatTemplate {
         int[] ends = new int[messages.size()];
         int lastEnd = 0;   // the last end that is not -1: ends that are set ascend strictly
         for (int i = 0; i < messages.size(); i++) {
+            if (i < messages.size() - (long) endsWanted) {   // not wanted: not rendered
+                ends[i] = -1;
+                continue;
+            }
             String part;
             if (i == messages.size() - 1 && !addGenerationPrompt) {
                 part = full;

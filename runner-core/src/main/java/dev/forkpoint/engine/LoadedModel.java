@@ -443,6 +443,16 @@ public final class LoadedModel implements AutoCloseable {
         return backend.newKvStore(sequence, recurrent);
     }
 
+    /**
+     * How many of a prompt's deepest message boundaries ({@link GenerationRequest#messageBoundaries()}) a generation on
+     * this model can use: a hybrid model captures checkpoints at up to {@link Generation#MAX_CAPTURES} offsets, the
+     * deepest ones, so older boundaries are never used; an attention-only model's KV resumes anywhere and uses none (0).
+     * Callers need not find more (rendering a chat finds each message end by rendering again).
+     */
+    public int forkPointsUsed() {
+        return recurrent == null ? 0 : Generation.MAX_CAPTURES;
+    }
+
     /** The recurrent state each sequence keeps (hybrid models), or null: then the cache stores no checkpoints. */
     RecurrentLayout recurrentLayout() { return recurrent; }
 

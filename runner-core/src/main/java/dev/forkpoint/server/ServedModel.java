@@ -152,7 +152,9 @@ public final class ServedModel implements AutoCloseable {
 
     /**
      * Renders a chat with the model's template and encodes it once, ready to submit: the prompt ends where the
-     * assistant's reply begins, and the message ends become token boundaries (the prefix cache's fork points). A chat that certainly cannot fit
+     * assistant's reply begins, and the ends of the messages the engine can use ({@link LoadedModel#forkPointsUsed()}:
+     * none on an attention-only model, whose chat is then rendered once) become token boundaries (the prefix cache's
+     * fork points). A chat that certainly cannot fit
      * {@code numCtx} tokens (0 = the model's default) is refused before anything is rendered or tokenized
      * ({@link LoadedModel#requirePromptMayFit}), naming {@code messages}.
      */
@@ -176,7 +178,7 @@ public final class ServedModel implements AutoCloseable {
             withSystem.addAll(messages);
             messages = withSystem;
         }
-        RenderedChat rendered = template.render(messages, tools, true, think);
+        RenderedChat rendered = template.render(messages, tools, true, think, model.forkPointsUsed());
         model.requirePromptMayFit(rendered.prompt().length(), bound, field);
         return new ChatPrompt(rendered.prompt(), template.encode(rendered), template,
                 template.replyFormat(rendered.prompt(), think, !tools.isEmpty()));

@@ -100,6 +100,49 @@ class ChatTokensTest {
     }
 
     @Test
+    void onlyTheEndsWantedAreFoundAndAChatWantingNoneIsRenderedOnce() {
+        int[] renders = {0};
+        StubTokenizer stub = new StubTokenizer(null, "<|im_end|>", false);
+        Tokenizer counting = new Tokenizer() {   // a render reads eos_token once: count the renders by it
+            public String model() { return stub.model(); }
+            public int vocabSize() { return stub.vocabSize(); }
+            public int[] encode(String text, boolean addSpecial, boolean parseSpecial) { return stub.encode(text, addSpecial, parseSpecial); }
+            public String decode(int[] ids) { return stub.decode(ids); }
+            public byte[] tokenBytes(int id) { return stub.tokenBytes(id); }
+            public String piece(int id) {
+                if (id == stub.eosId()) renders[0]++;
+                return stub.piece(id);
+            }
+            public int bosId() { return stub.bosId(); }
+            public int eosId() { return stub.eosId(); }
+            public int eotId() { return stub.eotId(); }
+            public boolean addsBos() { return stub.addsBos(); }
+            public boolean addsEos() { return stub.addsEos(); }
+            public boolean isEndOfGeneration(int id) { return stub.isEndOfGeneration(id); }
+        };
+        ChatTemplate template = ChatTemplate.of(Templates.resource("qwen2_5.jinja"), counting);
+        List<ChatMessage> dialog = DIALOGS.get(2);
+        RenderedChat all = template.render(dialog, List.of(), true, ThinkMode.DEFAULT);
+        assertEquals(1 + dialog.size(), renders[0], "the chat, then each message prefix");
+        renders[0] = 0;
+        RenderedChat two = template.render(dialog, List.of(), true, ThinkMode.DEFAULT, 2);
+        assertEquals(1 + 2, renders[0]);
+        assertEquals(all.prompt(), two.prompt());
+        int n = dialog.size();
+        int[] want = new int[n];
+        Arrays.fill(want, -1);
+        want[n - 2] = all.messageEnds()[n - 2];
+        want[n - 1] = all.messageEnds()[n - 1];
+        assertTrue(want[n - 2] > 0 && want[n - 1] > want[n - 2], Arrays.toString(all.messageEnds()));
+        assertArrayEquals(want, two.messageEnds());
+        renders[0] = 0;
+        RenderedChat none = template.render(dialog, List.of(), true, ThinkMode.DEFAULT, 0);
+        assertEquals(1, renders[0], "no ends wanted: one render");
+        assertEquals(all.prompt(), none.prompt());
+        assertTrue(Arrays.stream(none.messageEnds()).allMatch(e -> e == -1), Arrays.toString(none.messageEnds()));
+    }
+
+    @Test
     void anOffsetInsideATokenHasNoIndexAndOneAtATokenEdgeHasItsIndex() {
         Tokenizer qwen = TOKENIZERS.get("qwen2");
         String text = "Hello world";
