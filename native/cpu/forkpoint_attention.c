@@ -5,8 +5,14 @@
  * here once per variant: AVX-512 (x86, the FP_VNNI set), AVX2 + FMA + F16C (x86), NEON (arm64), portable C.
  *
  * Layout (kv-cache's PagePool): position p of a sequence is row p % P of page p / P; a page's K (or V) slab for the
- * layer is P rows of kv_dim = kv_heads · head_dim elements, F32 or IEEE F16, native order. The Java side passes the
- * slabs' addresses (one array for K, one for V) and has checked that every position a call reads lies in them.
+ * layer is P rows of kv_dim = kv_heads · head_dim elements, native order, of one element kind (the `kind` argument):
+ * FA_F32, FA_F16 (IEEE half), FA_Q8_0 (blocks of 32: a half scale d, 32 int8 q; element = d·q) or FA_Q4_0 (blocks of
+ * 32: a half scale d, 16 bytes, byte j = element j in the low nibble and element j + 16 in the high one, each q + 8;
+ * element = d·q) — kv-cache's KvRowCodec writes them. A quantised row is converted to floats once per call
+ * (FA_KC rows at a time, into the scratch) and then read as an F32 row: d·q is exact in float, so the kernel computes
+ * with the same floats as the Java kernel and as an F32 cache holding the dequantised values, bit for bit.
+ * The Java side passes the slabs' addresses (one array for K, one for V) and has checked that every position a call
+ * reads lies in them.
  *
  * What a call computes. Positions are cut into blocks of FA_KEY_BLOCK = 128, fixed by position (block b holds
  * [128 b, 128 b + 128)). For each query row r of the call (q row rows[r], visible positions [0, lengths[r])) and
@@ -44,6 +50,11 @@
 #define FA_KEY_BLOCK 128
 #define FA_KC 16
 #define FA_MAX_ROWS 64
+/* Element kinds of the stored rows (NativeAttention's numbering). */
+#define FA_F32 0
+#define FA_F16 1
+#define FA_Q8_0 2
+#define FA_Q4_0 3
 
 typedef struct {
     const float* q;
@@ -52,7 +63,7 @@ typedef struct {
     int count;
     const int64_t* kpages;
     const int64_t* vpages;
-    int page_tokens, f16, heads, kvh, hd, hdp, group, kvdim, next_block_end, max_length;
+    int page_tokens, kind, heads, kvh, hd, hdp, group, kvdim, next_block_end, max_length;
     int64_t row_bytes;
     float scale;
 } fa_args;
@@ -64,7 +75,7 @@ static inline int fa_pad(int head_dim) { return (head_dim + 15) & ~15; }
 static inline int fa_row_floats(int heads, int hdp) { return 1 + heads * (2 + hdp); }
 
 static inline void fa_init(fa_args* a, const float* q, const int32_t* rows, const int32_t* lengths, int count,
-                           const int64_t* kpages, const int64_t* vpages, int page_tokens, int f16, int heads, int kvh,
+                           const int64_t* kpages, const int64_t* vpages, int page_tokens, int kind, int heads, int kvh,
                            int hd, float scale, int next_block_end) {
     a->q = q;
     a->rows = rows;
@@ -73,14 +84,16 @@ static inline void fa_init(fa_args* a, const float* q, const int32_t* rows, cons
     a->kpages = kpages;
     a->vpages = vpages;
     a->page_tokens = page_tokens;
-    a->f16 = f16;
+    a->kind = kind;
     a->heads = heads;
     a->kvh = kvh;
     a->hd = hd;
     a->hdp = fa_pad(hd);
     a->group = heads / kvh;
     a->kvdim = kvh * hd;
-    a->row_bytes = (int64_t)a->kvdim * (f16 ? 2 : 4);
+    a->row_bytes = kind == FA_Q8_0 ? (int64_t)a->kvdim / 32 * 34
+                 : kind == FA_Q4_0 ? (int64_t)a->kvdim / 32 * 18
+                 : (int64_t)a->kvdim * (kind == FA_F16 ? 2 : 4);
     a->scale = scale;
     a->next_block_end = next_block_end;
     a->max_length = 0;
@@ -90,6 +103,33 @@ static inline void fa_init(fa_args* a, const float* q, const int32_t* rows, cons
 /* The stored row of position p. */
 static inline const char* fa_row(const fa_args* a, const int64_t* pages, int p) {
     return (const char*)(intptr_t)pages[p / a->page_tokens] + (int64_t)(p % a->page_tokens) * a->row_bytes;
+}
+
+/*
+ * out[0 … n) = the quantised row at `row` (kind FA_Q8_0 or FA_Q4_0, n a multiple of 32) as floats: d · q, a half times
+ * an integer of at most 8 bits, exact in float.
+ */
+static inline void fa_dequant(int kind, const char* row, int n, float* out) {
+    const uint8_t* p = (const uint8_t*)row;
+    if (kind == FA_Q8_0) {
+        for (int b = 0; b < n / 32; b++, p += 34, out += 32) {
+            uint16_t h;
+            memcpy(&h, p, sizeof h);
+            float d = fp16_to_f32(h);
+            const int8_t* q = (const int8_t*)(p + 2);
+            for (int i = 0; i < 32; i++) out[i] = d * (float)q[i];
+        }
+    } else {
+        for (int b = 0; b < n / 32; b++, p += 18, out += 32) {
+            uint16_t h;
+            memcpy(&h, p, sizeof h);
+            float d = fp16_to_f32(h);
+            for (int j = 0; j < 16; j++) {
+                out[j] = d * (float)((p[2 + j] & 15) - 8);
+                out[j + 16] = d * (float)((p[2 + j] >> 4) - 8);
+            }
+        }
+    }
 }
 
 /* Prefetches (to L2) the stored rows of positions [p, p + kn). */

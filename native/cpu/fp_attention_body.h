@@ -20,7 +20,7 @@
 #define FA_CAT(a, b) FA_CAT2(a, b)
 #define FA(name) FA_CAT(name, FA_SUFFIX)
 
-/* W floats from element c of a stored row (F32, or F16 converted), all or the first n. */
+/* W floats from element c of a row (F32, or F16 converted; a quantised row is read from its converted F32 copy), all or the first n. */
 #define FA_LD(row, c, f16) ((f16) ? VLOADH((const uint16_t*)(row) + (c)) : VLOAD((const float*)(row) + (c)))
 #define FA_LDM(row, c, n, f16) ((f16) ? VLOADHM((const uint16_t*)(row) + (c), (n)) : VLOADM((const float*)(row) + (c), (n)))
 
@@ -160,8 +160,16 @@ FA_TARGET static void FA(softmax)(float* sc, int n, float* max_out, float* sum_o
     *sum_out = VHSUM(sum);
 }
 
-/* Row pointers of positions [p, p + kn) of one kind into rowp[0 … FA_KC) (past kn: row p's again). */
-static inline void FA(rows)(const fa_args* a, const int64_t* pages, int p, int kn, const char** rowp) {
+/*
+ * Row pointers of positions [p, p + kn) of one kind into rowp[0 … FA_KC) (past kn: row p's again). Quantised rows are
+ * first converted to floats in conv (FA_KC rows of kvdim floats) and rowp points there.
+ */
+static inline void FA(rows)(const fa_args* a, const int64_t* pages, int p, int kn, const char** rowp, float* conv) {
+    if (a->kind == FA_Q8_0 || a->kind == FA_Q4_0) {
+        for (int j = 0; j < kn; j++) fa_dequant(a->kind, fa_row(a, pages, p + j), a->kvdim, conv + (int64_t)j * a->kvdim);
+        for (int j = 0; j < FA_KC; j++) rowp[j] = (const char*)(conv + (int64_t)(j < kn ? j : 0) * a->kvdim);
+        return;
+    }
     for (int j = 0; j < FA_KC; j++) rowp[j] = fa_row(a, pages, p + (j < kn ? j : 0));
 }
 
@@ -185,14 +193,15 @@ FA_TARGET static void FA(block)(const fa_args* a, int b, float* const* prow, flo
     }
     if (last == 0) return;
     float* sc = scratch;                                        /* [count][heads][KEY_BLOCK] */
-    const int f16 = a->f16;
-    const int64_t eb = f16 ? 2 : 4;
+    float* conv = sc + (int64_t)count * heads * FA_KEY_BLOCK;   /* [FA_KC][kvdim]: quantised rows as floats */
+    const int f16 = a->kind == FA_F16;
+    const int64_t eb = f16 ? 2 : 4;                             /* of the rows read: quantised ones are converted */
     const char* rowp[FA_KC];
     const char* krow[FA_KC];
     /* scores, FA_KC keys at a time: each K row read once for every row and head, 4 slots of a KV head per K load */
     for (int c0 = 0; c0 < last; c0 += FA_KC) {
         int kn = last - c0 < FA_KC ? last - c0 : FA_KC;
-        FA(rows)(a, a->kpages, p0 + c0, kn, rowp);
+        FA(rows)(a, a->kpages, p0 + c0, kn, rowp, conv);
         for (int g = 0; g < a->kvh; g++) {
             /* the same rows' V, a whole phase ahead of its use, spread over the KV heads' work */
             int pf0 = g * kn / a->kvh, pf1 = (g + 1) * kn / a->kvh;
@@ -227,7 +236,7 @@ FA_TARGET static void FA(block)(const fa_args* a, int b, float* const* prow, flo
     const char* vrow[FA_KC];
     for (int c0 = 0; c0 < last; c0 += FA_KC) {
         int kn = last - c0 < FA_KC ? last - c0 : FA_KC;
-        FA(rows)(a, a->vpages, p0 + c0, kn, rowp);
+        FA(rows)(a, a->vpages, p0 + c0, kn, rowp, conv);
         int pfn = 0;
         if (b + 1 < a->next_block_end) {   /* the next block's K rows, a whole phase ahead */
             int left = a->max_length - (p0 + FA_KEY_BLOCK + c0);
@@ -292,11 +301,11 @@ FA_TARGET static void FA(finish)(const float* run, int heads, int hd, int hdp, f
 }
 
 FP_EXPORT FA_TARGET void FA(fp_attn)(const float* q, const int32_t* rows, const int32_t* lengths, int32_t count,
-        const int64_t* kpages, const int64_t* vpages, int32_t page_tokens, int32_t f16, int32_t heads, int32_t kv_heads,
+        const int64_t* kpages, const int64_t* vpages, int32_t page_tokens, int32_t kind, int32_t heads, int32_t kv_heads,
         int32_t head_dim, float scale, int32_t b0, int32_t b1, float* partials, const int32_t* part_off,
         int32_t block_stride, float* out, float* scratch) {
     fa_args a;
-    fa_init(&a, q, rows, lengths, count, kpages, vpages, page_tokens, f16, heads, kv_heads, head_dim, scale, b1);
+    fa_init(&a, q, rows, lengths, count, kpages, vpages, page_tokens, kind, heads, kv_heads, head_dim, scale, b1);
     int rf = fa_row_floats(heads, a.hdp);
     float* prow[FA_MAX_ROWS];
     if (partials != NULL) {
