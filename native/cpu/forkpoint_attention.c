@@ -105,33 +105,6 @@ static inline const char* fa_row(const fa_args* a, const int64_t* pages, int p) 
     return (const char*)(intptr_t)pages[p / a->page_tokens] + (int64_t)(p % a->page_tokens) * a->row_bytes;
 }
 
-/*
- * out[0 … n) = the quantised row at `row` (kind FA_Q8_0 or FA_Q4_0, n a multiple of 32) as floats: d · q, a half times
- * an integer of at most 8 bits, exact in float.
- */
-static inline void fa_dequant(int kind, const char* row, int n, float* out) {
-    const uint8_t* p = (const uint8_t*)row;
-    if (kind == FA_Q8_0) {
-        for (int b = 0; b < n / 32; b++, p += 34, out += 32) {
-            uint16_t h;
-            memcpy(&h, p, sizeof h);
-            float d = fp16_to_f32(h);
-            const int8_t* q = (const int8_t*)(p + 2);
-            for (int i = 0; i < 32; i++) out[i] = d * (float)q[i];
-        }
-    } else {
-        for (int b = 0; b < n / 32; b++, p += 18, out += 32) {
-            uint16_t h;
-            memcpy(&h, p, sizeof h);
-            float d = fp16_to_f32(h);
-            for (int j = 0; j < 16; j++) {
-                out[j] = d * (float)((p[2 + j] & 15) - 8);
-                out[j + 16] = d * (float)((p[2 + j] >> 4) - 8);
-            }
-        }
-    }
-}
-
 /* Prefetches (to L2) the stored rows of positions [p, p + kn). */
 static inline void fa_prefetch(const fa_args* a, const int64_t* pages, int p, int kn) {
     for (int j = 0; j < kn; j++) {

@@ -161,12 +161,41 @@ FA_TARGET static void FA(softmax)(float* sc, int n, float* max_out, float* sum_o
 }
 
 /*
+ * out[0 … n) = the quantised row at `row` (kind FA_Q8_0 or FA_Q4_0, n a multiple of 32) as floats: d · q, a half times
+ * an integer of at most 8 bits, exact in float (so the same bits whatever instructions the compiler picks for it).
+ */
+FA_TARGET static void FA(dequant)(int kind, const char* row, int n, float* restrict out) {
+    const uint8_t* p = (const uint8_t*)row;
+    if (kind == FA_Q8_0) {
+        for (int b = 0; b < n / 32; b++, p += 34, out += 32) {
+            uint16_t h;
+            memcpy(&h, p, sizeof h);
+            const float d = fp16_to_f32(h);
+            const int8_t* q = (const int8_t*)(p + 2);
+#pragma GCC unroll 32
+            for (int i = 0; i < 32; i++) out[i] = d * (float)q[i];
+        }
+    } else {
+        for (int b = 0; b < n / 32; b++, p += 18, out += 32) {
+            uint16_t h;
+            memcpy(&h, p, sizeof h);
+            const float d = fp16_to_f32(h);
+            const uint8_t* c = p + 2;
+#pragma GCC unroll 16
+            for (int j = 0; j < 16; j++) out[j] = d * (float)((int)(c[j] & 15) - 8);
+#pragma GCC unroll 16
+            for (int j = 0; j < 16; j++) out[j + 16] = d * (float)((int)(c[j] >> 4) - 8);
+        }
+    }
+}
+
+/*
  * Row pointers of positions [p, p + kn) of one kind into rowp[0 … FA_KC) (past kn: row p's again). Quantised rows are
  * first converted to floats in conv (FA_KC rows of kvdim floats) and rowp points there.
  */
-static inline void FA(rows)(const fa_args* a, const int64_t* pages, int p, int kn, const char** rowp, float* conv) {
+FA_TARGET static inline void FA(rows)(const fa_args* a, const int64_t* pages, int p, int kn, const char** rowp, float* conv) {
     if (a->kind == FA_Q8_0 || a->kind == FA_Q4_0) {
-        for (int j = 0; j < kn; j++) fa_dequant(a->kind, fa_row(a, pages, p + j), a->kvdim, conv + (int64_t)j * a->kvdim);
+        for (int j = 0; j < kn; j++) FA(dequant)(a->kind, fa_row(a, pages, p + j), a->kvdim, conv + (int64_t)j * a->kvdim);
         for (int j = 0; j < FA_KC; j++) rowp[j] = (const char*)(conv + (int64_t)(j < kn ? j : 0) * a->kvdim);
         return;
     }
