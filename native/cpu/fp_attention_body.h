@@ -172,7 +172,6 @@ FA_TARGET static void FA(dequant)(int kind, const char* row, int n, float* restr
             memcpy(&h, p, sizeof h);
             const float d = fp16_to_f32(h);
             const int8_t* q = (const int8_t*)(p + 2);
-#pragma GCC unroll 32
             for (int i = 0; i < 32; i++) out[i] = d * (float)q[i];
         }
     } else {
@@ -181,9 +180,7 @@ FA_TARGET static void FA(dequant)(int kind, const char* row, int n, float* restr
             memcpy(&h, p, sizeof h);
             const float d = fp16_to_f32(h);
             const uint8_t* c = p + 2;
-#pragma GCC unroll 16
             for (int j = 0; j < 16; j++) out[j] = d * (float)((int)(c[j] & 15) - 8);
-#pragma GCC unroll 16
             for (int j = 0; j < 16; j++) out[j + 16] = d * (float)((int)(c[j] >> 4) - 8);
         }
     }
