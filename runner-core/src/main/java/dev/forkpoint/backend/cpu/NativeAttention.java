@@ -20,7 +20,7 @@ import java.util.Map;
  * (rows × heads × 128 floats) within 128 KiB.
  *
  * <p>The K/V pages are off-heap {@code PagePool} slabs of F32, F16, Q8_0 or Q4_0 rows (the kernel converts quantised
- * rows to floats as it reads them, into the scratch's chunk of converted rows): the kernel gets their addresses (one array per sequence for K,
+ * codes to floats in its vector loads): the kernel gets their addresses (one array per sequence for K,
  * one for V), after this class has checked that every position a row reads lies in a slab of the right size. Queries,
  * outputs, partials and scratch are heap arrays passed in place (critical downcalls).
  */
