@@ -149,11 +149,15 @@ FA_TARGET static inline __attribute__((always_inline)) void FA(pv_seg)(float* co
         case 2: FA(pv_seg)(accs, es, NP, vrow, j0, j1, d0, 2, tail, KIND); break;          \
         default: FA(pv_seg)(accs, es, NP, vrow, j0, j1, d0, 1, tail, KIND); break;         \
     }
+/* a quantised head is whole blocks of 32, so a segment is 4 vectors, or (W = 16, a last 32 elements) 2 */
+#define FA_PV_QNV(NP, KIND)                                                                \
+    if (nv == 4) FA(pv_seg)(accs, es, NP, vrow, j0, j1, d0, 4, tail, KIND);               \
+    else FA(pv_seg)(accs, es, NP, vrow, j0, j1, d0, 2, tail, KIND);
 #define FA_PV_KIND(NP)                                                                     \
     switch (kind) {                                                                        \
         case FA_F16: { FA_PV_NV(NP, FA_F16) } break;                                       \
-        case FA_Q8_0: { FA_PV_NV(NP, FA_Q8_0) } break;                                     \
-        case FA_Q4_0: { FA_PV_NV(NP, FA_Q4_0) } break;                                     \
+        case FA_Q8_0: { FA_PV_QNV(NP, FA_Q8_0) } break;                                    \
+        case FA_Q4_0: { FA_PV_QNV(NP, FA_Q4_0) } break;                                    \
         default: { FA_PV_NV(NP, FA_F32) } break;                                           \
     }
 
@@ -174,6 +178,7 @@ FA_TARGET static void FA(pv)(float* const* accs, const float* const* es, int np,
     }
 }
 #undef FA_PV_KIND
+#undef FA_PV_QNV
 #undef FA_PV_NV
 
 /* Scores of one (row, head) over a block → in place exp(score − max) for i < n; the block's max and Σ exp. */
