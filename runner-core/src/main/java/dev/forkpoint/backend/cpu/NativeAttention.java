@@ -213,8 +213,15 @@ final class NativeAttention {
         return java.util.Arrays.copyOf(tileStart, tiles + 1);
     }
 
-    /** The page addresses of a sequence's K and V slabs, each checked to hold pageTokens rows of kvDim elements. */
+    /**
+     * The page addresses of a sequence's K and V slabs, each checked to hold pageTokens rows of kvDim elements; quantised
+     * rows are read a head at a time in whole blocks, so their head size must be a multiple of the block.
+     */
     private Pages addresses(CpuAttention.Keys kv) {
+        if (headDim % kv.type().blockElements() != 0) {
+            throw new IllegalArgumentException("attention: kv type " + kv.type().lowerName() + " stores blocks of " + kv.type().blockElements()
+                    + " elements; head dim " + headDim + " is not a multiple of it");
+        }
         long slabBytes = kv.pageTokens() * kv.type().rowBytes(kvDim);
         if (kv.pageTokens() < 1) throw new IllegalArgumentException("attention: pages of " + kv.pageTokens() + " positions");
         long[] k = new long[kv.keys().length], v = new long[kv.values().length];

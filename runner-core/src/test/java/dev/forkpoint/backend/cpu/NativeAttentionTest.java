@@ -189,6 +189,12 @@ class NativeAttentionTest {
         assertThrows(IllegalArgumentException.class, () -> nat.attend(q, new CpuAttention.Keys[] {kv.keys()}, new int[] {49}, out, ONE));
         assertThrows(IllegalArgumentException.class, () -> nat.attend(q, new CpuAttention.Keys[] {kv.keys()}, new int[] {0}, out, ONE));
         nat.attend(q, new CpuAttention.Keys[] {kv.keys()}, new int[] {48}, out, ONE);   // the last position of the last page
+        // quantised rows whose heads (of 16) are not whole blocks of 32: refused, though the row (2 × 16) is one block
+        CpuAttentionTest.Pages q8 = pages(new SplittableRandom(2), 16, 32, 16, KvElementType.Q8_0);
+        CpuAttention split = new CpuAttention(2, 2, 16, k);
+        var e = assertThrows(IllegalArgumentException.class, () -> split.attend(new float[32], new CpuAttention.Keys[] {q8.keys()}, new int[] {16},
+                new float[32], ONE));
+        assertTrue(e.getMessage().contains("q8_0") && e.getMessage().contains("head dim 16"), e.getMessage());
     }
 
     /** K/V pages as CpuAttentionTest lays them out, in memory of this class's own (that test closes its arena). */
