@@ -5,8 +5,15 @@
  * here once per variant: AVX-512 (x86, the FP_VNNI set), AVX2 + FMA + F16C (x86), NEON (arm64), portable C.
  *
  * Layout (kv-cache's PagePool): position p of a sequence is row p % P of page p / P; a page's K (or V) slab for the
- * layer is P rows of kv_dim = kv_heads · head_dim elements, F32 or IEEE F16, native order. The Java side passes the
- * slabs' addresses (one array for K, one for V) and has checked that every position a call reads lies in them.
+ * layer is P rows of kv_dim = kv_heads · head_dim elements, native order, of one element kind (the `kind` argument):
+ * FA_F32, FA_F16 (IEEE half), FA_Q8_0 (blocks of 32: a half scale d, 32 int8 q; element = d·q) or FA_Q4_0 (blocks of
+ * 32: a half scale d, 16 bytes, byte j = element j in the low nibble and element j + 16 in the high one, each q + 8;
+ * element = d·q) — kv-cache's KvRowCodec writes them; head_dim is then a multiple of 32, so a head is whole blocks.
+ * Quantised rows are converted in the loads, a vector of W elements at a time (within one block): d·q is exact in
+ * float, so the kernel computes with the same floats as the Java kernel and as an F32 cache holding the dequantised
+ * values, bit for bit.
+ * The Java side passes the slabs' addresses (one array for K, one for V) and has checked that every position a call
+ * reads lies in them.
  *
  * What a call computes. Positions are cut into blocks of FA_KEY_BLOCK = 128, fixed by position (block b holds
  * [128 b, 128 b + 128)). For each query row r of the call (q row rows[r], visible positions [0, lengths[r])) and
@@ -32,7 +39,8 @@
  * Speed: the K and V rows of a block are read FA_KC = 16 positions at a time, each row whole and once per call for
  * every row and head of the call (GQA heads share the read); 16 scores are formed at once (16 FMA chains, one
  * shuffle tree for all of them); up to 4 (row, head) slots of a KV head accumulate Σ e·V together from one load of
- * each V vector; F16 rows are converted once per call with F16C / vcvt; the next 16 rows are prefetched while these are
+ * each V vector; F16 rows are converted in the loads with F16C / vcvt, Q8_0 / Q4_0 rows by widening
+ * their codes and multiplying by the block's scale; the next 16 rows are prefetched while these are
  * used; blocks a row does not see are skipped and the causal mask costs nothing beyond the row's own length.
  *
  * Nothing is allocated (the caller passes a scratch area of fp_attn's size, see NativeAttention), nothing is kept
@@ -44,6 +52,11 @@
 #define FA_KEY_BLOCK 128
 #define FA_KC 16
 #define FA_MAX_ROWS 64
+/* Element kinds of the stored rows (NativeAttention's numbering). */
+#define FA_F32 0
+#define FA_F16 1
+#define FA_Q8_0 2
+#define FA_Q4_0 3
 
 typedef struct {
     const float* q;
@@ -52,8 +65,8 @@ typedef struct {
     int count;
     const int64_t* kpages;
     const int64_t* vpages;
-    int page_tokens, f16, heads, kvh, hd, hdp, group, kvdim, next_block_end, max_length;
-    int64_t row_bytes;
+    int page_tokens, kind, heads, kvh, hd, hdp, group, kvdim, next_block_end, max_length;
+    int64_t row_bytes, head_bytes;
     float scale;
 } fa_args;
 
@@ -64,7 +77,7 @@ static inline int fa_pad(int head_dim) { return (head_dim + 15) & ~15; }
 static inline int fa_row_floats(int heads, int hdp) { return 1 + heads * (2 + hdp); }
 
 static inline void fa_init(fa_args* a, const float* q, const int32_t* rows, const int32_t* lengths, int count,
-                           const int64_t* kpages, const int64_t* vpages, int page_tokens, int f16, int heads, int kvh,
+                           const int64_t* kpages, const int64_t* vpages, int page_tokens, int kind, int heads, int kvh,
                            int hd, float scale, int next_block_end) {
     a->q = q;
     a->rows = rows;
@@ -73,14 +86,17 @@ static inline void fa_init(fa_args* a, const float* q, const int32_t* rows, cons
     a->kpages = kpages;
     a->vpages = vpages;
     a->page_tokens = page_tokens;
-    a->f16 = f16;
+    a->kind = kind;
     a->heads = heads;
     a->kvh = kvh;
     a->hd = hd;
     a->hdp = fa_pad(hd);
     a->group = heads / kvh;
     a->kvdim = kvh * hd;
-    a->row_bytes = (int64_t)a->kvdim * (f16 ? 2 : 4);
+    a->head_bytes = kind == FA_Q8_0 ? (int64_t)hd / 32 * 34
+                  : kind == FA_Q4_0 ? (int64_t)hd / 32 * 18
+                  : (int64_t)hd * (kind == FA_F16 ? 2 : 4);
+    a->row_bytes = a->head_bytes * kvh;
     a->scale = scale;
     a->next_block_end = next_block_end;
     a->max_length = 0;
@@ -90,6 +106,13 @@ static inline void fa_init(fa_args* a, const float* q, const int32_t* rows, cons
 /* The stored row of position p. */
 static inline const char* fa_row(const fa_args* a, const int64_t* pages, int p) {
     return (const char*)(intptr_t)pages[p / a->page_tokens] + (int64_t)(p % a->page_tokens) * a->row_bytes;
+}
+
+/* The IEEE half at p (a quantised block's scale) as a float, exactly. */
+static inline float fa_half(const uint8_t* p) {
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return fp16_to_f32(h);
 }
 
 /* Prefetches (to L2) the stored rows of positions [p, p + kn). */
@@ -173,6 +196,14 @@ static inline void fa_reduce16(const __m512* acc, float* out) {
 }
 
 #define FA_M16(n) ((__mmask16)((1u << (n)) - 1u))
+
+/* 16 nibbles (the low ones, or with hi the high ones) of 16 bytes at p, minus 8, as floats. */
+__attribute__((target(FP_VNNI)))
+static inline __m512 fa_q4_512(const uint8_t* p, int hi) {
+    __m512i x = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)p));
+    if (hi) x = _mm512_srli_epi32(x, 4);
+    return _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_and_si512(x, _mm512_set1_epi32(15)), _mm512_set1_epi32(8)));
+}
 #define FA_SUFFIX avx512vnni
 #define FA_TARGET __attribute__((target(FP_VNNI)))
 #define W 16
@@ -184,6 +215,9 @@ static inline void fa_reduce16(const __m512* acc, float* out) {
 #define VSTORE(p, v) _mm512_storeu_ps((p), (v))
 #define VLOADH(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(p)))
 #define VLOADHM(p, n) _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(FA_M16(n), (p)))
+#define VLOADQ8(p) _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i*)(p))))
+#define VLOADQ4(p, hi) fa_q4_512((p), (hi))
+#define SHALF(p) half_x86((const uint8_t*)(p))
 #define VADD _mm512_add_ps
 #define VSUB _mm512_sub_ps
 #define VMUL _mm512_mul_ps
@@ -210,6 +244,14 @@ static inline __m256 fa_loadhm8(const uint16_t* p, int n) {
     uint16_t t[8] = {0};
     for (int i = 0; i < n; i++) t[i] = p[i];
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)t));
+}
+
+/* 8 nibbles (the low ones, or with hi the high ones) of 8 bytes at p, minus 8, as floats. */
+__attribute__((target(FA_AVX2)))
+static inline __m256 fa_q4_256(const uint8_t* p, int hi) {
+    __m256i x = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)p));
+    if (hi) x = _mm256_srli_epi32(x, 4);
+    return _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(x, _mm256_set1_epi32(15)), _mm256_set1_epi32(8)));
 }
 
 __attribute__((target(FA_AVX2)))
@@ -265,6 +307,9 @@ static inline void fa_reduce8(const __m256* acc, float* out) {
 #define VSTORE(p, v) _mm256_storeu_ps((p), (v))
 #define VLOADH(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(p)))
 #define VLOADHM(p, n) fa_loadhm8((p), (n))
+#define VLOADQ8(p) _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i*)(p))))
+#define VLOADQ4(p, hi) fa_q4_256((p), (hi))
+#define SHALF(p) half_x86((const uint8_t*)(p))
 #define VADD _mm256_add_ps
 #define VSUB _mm256_sub_ps
 #define VMUL _mm256_mul_ps
@@ -297,6 +342,18 @@ static inline float32x4_t fa_loadhm4(const uint16_t* p, int n) {
     uint16_t t[4] = {0, 0, 0, 0};
     for (int i = 0; i < n; i++) t[i] = p[i];
     return fa_loadh4(t);
+}
+
+static inline float32x4_t fa_q8_4(const int8_t* p) {
+    float t[4];
+    for (int i = 0; i < 4; i++) t[i] = (float)p[i];
+    return vld1q_f32(t);
+}
+
+static inline float32x4_t fa_q4_4(const uint8_t* p, int hi) {
+    float t[4];
+    for (int i = 0; i < 4; i++) t[i] = (float)((int)((hi ? p[i] >> 4 : p[i]) & 15) - 8);
+    return vld1q_f32(t);
 }
 
 static inline uint32x4_t fa_mask4(int n) {
@@ -342,6 +399,9 @@ static inline void fa_reduce4(const float32x4_t* acc, float* out) {
 #define VSTORE(p, v) vst1q_f32((p), (v))
 #define VLOADH(p) fa_loadh4(p)
 #define VLOADHM(p, n) fa_loadhm4((p), (n))
+#define VLOADQ8(p) fa_q8_4(p)
+#define VLOADQ4(p, hi) fa_q4_4((p), (hi))
+#define SHALF(p) fa_half((const uint8_t*)(p))
 #define VADD vaddq_f32
 #define VSUB vsubq_f32
 #define VMUL vmulq_f32
@@ -370,6 +430,12 @@ static inline fa_v4 fa_c_loadhm(const uint16_t* p, int n) { fa_v4 r = {{0, 0, 0,
 static inline fa_v4 fa_c_add(fa_v4 a, fa_v4 b) { for (int i = 0; i < 4; i++) a.x[i] = a.x[i] + b.x[i]; return a; }
 static inline fa_v4 fa_c_sub(fa_v4 a, fa_v4 b) { for (int i = 0; i < 4; i++) a.x[i] = a.x[i] - b.x[i]; return a; }
 static inline fa_v4 fa_c_mul(fa_v4 a, fa_v4 b) { for (int i = 0; i < 4; i++) a.x[i] = a.x[i] * b.x[i]; return a; }
+static inline fa_v4 fa_c_q8(const int8_t* p) { fa_v4 r; for (int i = 0; i < 4; i++) r.x[i] = (float)p[i]; return r; }
+static inline fa_v4 fa_c_q4(const uint8_t* p, int hi) {
+    fa_v4 r;
+    for (int i = 0; i < 4; i++) r.x[i] = (float)((int)((hi ? p[i] >> 4 : p[i]) & 15) - 8);
+    return r;
+}
 static inline fa_v4 fa_c_max(fa_v4 a, fa_v4 b) { for (int i = 0; i < 4; i++) a.x[i] = a.x[i] > b.x[i] ? a.x[i] : b.x[i]; return a; }
 static inline fa_v4 fa_c_madd(fa_v4 a, fa_v4 b, fa_v4 c) {
     for (int i = 0; i < 4; i++) c.x[i] = a.x[i] * b.x[i] + c.x[i];
@@ -392,6 +458,9 @@ static inline void fa_c_reduce(const fa_v4* acc, float* out) { for (int j = 0; j
 #define VSTORE(p, v) fa_c_store((p), (v))
 #define VLOADH(p) fa_c_loadh(p)
 #define VLOADHM(p, n) fa_c_loadhm((p), (n))
+#define VLOADQ8(p) fa_c_q8(p)
+#define VLOADQ4(p, hi) fa_c_q4((p), (hi))
+#define SHALF(p) fa_half((const uint8_t*)(p))
 #define VADD fa_c_add
 #define VSUB fa_c_sub
 #define VMUL fa_c_mul

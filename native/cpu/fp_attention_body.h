@@ -8,6 +8,8 @@
  *   VZERO() VSET1(x) VLOAD(p) VLOADM(p, n) VSTORE(p, v) VLOADH(p) VLOADHM(p, n)
  *                        loads and stores (…M: the first n ≤ W lanes, the others 0, nothing read past them;
  *                        …H: IEEE halves converted to floats)
+ *   VLOADQ8(p)           W signed bytes converted to floats;  VLOADQ4(p, hi): the low (hi 0) or high (hi 1) nibbles
+ *                        of W bytes, minus 8, as floats;  SHALF(p): the IEEE half at p as a float (scalar)
  *   VADD VSUB VMUL VMAX VFMA(a, b, c) = a·b + c (rounded once where the variant has FMA)
  *   VEXP(x)              the exponential of fp_attention's definition, lane by lane (x ≤ 0)
  *   VKEEP(v, n)          v with lanes ≥ n set to 0;  VKEEPMAX(v, n): lanes ≥ n set to −∞
@@ -20,9 +22,34 @@
 #define FA_CAT(a, b) FA_CAT2(a, b)
 #define FA(name) FA_CAT(name, FA_SUFFIX)
 
-/* W floats from element c of a stored row (F32, or F16 converted), all or the first n. */
-#define FA_LD(row, c, f16) ((f16) ? VLOADH((const uint16_t*)(row) + (c)) : VLOAD((const float*)(row) + (c)))
-#define FA_LDM(row, c, n, f16) ((f16) ? VLOADHM((const uint16_t*)(row) + (c), (n)) : VLOADM((const float*)(row) + (c), (n)))
+/*
+ * W floats of elements [c, c + W) of one head's part of a stored row of `kind` (a compile-time constant at every use),
+ * all or (F32, F16) the first n. Q8_0 / Q4_0: the block of element c (a head is whole blocks of 32 and W divides 32,
+ * so a vector never straddles two blocks and a partial vector never occurs) gives its scale d and W codes q, and the
+ * lanes are d·q — a half times an integer of at most 8 bits, exact in float: the same floats as the Java kernel's.
+ */
+FA_TARGET static inline __attribute__((always_inline)) V FA(ld)(const char* row, int c, const int kind) {
+    if (kind == FA_Q8_0) {
+        const char* b = row + (c >> 5) * 34;
+        return VMUL(VSET1(SHALF(b)), VLOADQ8((const int8_t*)(b + 2 + (c & 31))));
+    }
+    if (kind == FA_Q4_0) {
+        const char* b = row + (c >> 5) * 18;
+        int e = c & 31;
+        return VMUL(VSET1(SHALF(b)), e < 16 ? VLOADQ4((const uint8_t*)(b + 2 + e), 0) : VLOADQ4((const uint8_t*)(b + 2 + e - 16), 1));
+    }
+    if (kind == FA_F16) return VLOADH((const uint16_t*)row + c);
+    return VLOAD((const float*)row + c);
+}
+
+FA_TARGET static inline __attribute__((always_inline)) V FA(ldm)(const char* row, int c, int n, const int kind) {
+    if (kind == FA_Q8_0 || kind == FA_Q4_0) return FA(ld)(row, c, kind);   /* n = W: heads are whole blocks */
+    if (kind == FA_F16) return VLOADHM((const uint16_t*)row + c, n);
+    return VLOADM((const float*)row + c, n);
+}
+
+#define FA_LD(row, c, kind) FA(ld)((row), (c), (kind))
+#define FA_LDM(row, c, n, kind) FA(ldm)((row), (c), (n), (kind))
 
 /*
  * outs[s][at + k] = (q_s · k_k) · scale for ns slots (row, head) of one KV head and W / ns keys krow[k] (the head's
@@ -30,7 +57,7 @@
  * loaded serves the ns slots. The bits of a score do not depend on ns.
  */
 FA_TARGET static inline __attribute__((always_inline)) void FA(scores_sk)(const float* const* qs, const int ns,
-        const char* const* krow, int hd, float scale, const int f16, float* const* outs, int at) {
+        const char* const* krow, int hd, float scale, const int kind, float* const* outs, int at) {
     const int nk = W / ns;
     V acc[W];
 #pragma GCC unroll 16
@@ -42,7 +69,7 @@ FA_TARGET static inline __attribute__((always_inline)) void FA(scores_sk)(const 
         for (int s = 0; s < ns; s++) qv[s] = VLOAD(qs[s] + c);
 #pragma GCC unroll 16
         for (int k = 0; k < nk; k++) {
-            V kv = FA_LD(krow[k], c, f16);
+            V kv = FA_LD(krow[k], c, kind);
 #pragma GCC unroll 4
             for (int s = 0; s < ns; s++) acc[s * nk + k] = VFMA(kv, qv[s], acc[s * nk + k]);
         }
@@ -54,7 +81,7 @@ FA_TARGET static inline __attribute__((always_inline)) void FA(scores_sk)(const 
         for (int s = 0; s < ns; s++) qv[s] = VLOADM(qs[s] + c, n);
 #pragma GCC unroll 16
         for (int k = 0; k < nk; k++) {
-            V kv = FA_LDM(krow[k], c, n, f16);
+            V kv = FA_LDM(krow[k], c, n, kind);
 #pragma GCC unroll 4
             for (int s = 0; s < ns; s++) acc[s * nk + k] = VFMA(kv, qv[s], acc[s * nk + k]);
         }
@@ -66,29 +93,32 @@ FA_TARGET static inline __attribute__((always_inline)) void FA(scores_sk)(const 
     for (int s = 0; s < ns; s++) memcpy(outs[s] + at, res + s * nk, sizeof(float) * nk);
 }
 
-/* FA_KC keys for ns = 1 … 4 slots: four at a time, one by one otherwise. */
-FA_TARGET static void FA(scores)(const float* const* qs, int ns, const char* const* krow, int hd, float scale, int f16, float* const* outs) {
+/* FA_KC keys for ns = 1 … 4 slots: four at a time, one by one otherwise (each kind its own specialised loop). */
+#define FA_SC_KIND(QS, NS, KROW, OUTS, AT)                                                                    \
+    switch (kind) {                                                                                           \
+        case FA_F16: FA(scores_sk)(QS, NS, KROW, hd, scale, FA_F16, OUTS, AT); break;                          \
+        case FA_Q8_0: FA(scores_sk)(QS, NS, KROW, hd, scale, FA_Q8_0, OUTS, AT); break;                        \
+        case FA_Q4_0: FA(scores_sk)(QS, NS, KROW, hd, scale, FA_Q4_0, OUTS, AT); break;                        \
+        default: FA(scores_sk)(QS, NS, KROW, hd, scale, FA_F32, OUTS, AT); break;                              \
+    }
+
+FA_TARGET static void FA(scores)(const float* const* qs, int ns, const char* const* krow, int hd, float scale, int kind, float* const* outs) {
     if (ns == 4) {
-        for (int k = 0; k < FA_KC; k += W / 4) {
-            if (f16) FA(scores_sk)(qs, 4, krow + k, hd, scale, 1, outs, k);
-            else FA(scores_sk)(qs, 4, krow + k, hd, scale, 0, outs, k);
-        }
+        for (int k = 0; k < FA_KC; k += W / 4) FA_SC_KIND(qs, 4, krow + k, outs, k)
         return;
     }
     for (int s = 0; s < ns; s++) {
-        for (int k = 0; k < FA_KC; k += W) {
-            if (f16) FA(scores_sk)(qs + s, 1, krow + k, hd, scale, 1, outs + s, k);
-            else FA(scores_sk)(qs + s, 1, krow + k, hd, scale, 0, outs + s, k);
-        }
+        for (int k = 0; k < FA_KC; k += W) FA_SC_KIND(qs + s, 1, krow + k, outs + s, k)
     }
 }
+#undef FA_SC_KIND
 
 /*
  * acc_s += e_s[j] · V_j for j in [j0, j1), for `np` = 1 or 4 slots (row, head) of one KV head: V_j = vrow[j], the
  * head's part of the stored value row; acc_s = accs[s] (hdp floats). One FMA per element per key, in key order.
  */
 FA_TARGET static inline __attribute__((always_inline)) void FA(pv_seg)(float* const* accs, const float* const* es, const int np,
-        const char* const* vrow, int j0, int j1, int d0, const int nv, int tail, const int f16) {
+        const char* const* vrow, int j0, int j1, int d0, const int nv, int tail, const int kind) {
     V acc[4][4];
 #pragma GCC unroll 4
     for (int s = 0; s < np; s++)
@@ -98,7 +128,7 @@ FA_TARGET static inline __attribute__((always_inline)) void FA(pv_seg)(float* co
         V x[4];
         const char* row = vrow[j];
 #pragma GCC unroll 4
-        for (int v = 0; v < nv; v++) x[v] = v == nv - 1 ? FA_LDM(row, d0 + v * W, tail, f16) : FA_LD(row, d0 + v * W, f16);
+        for (int v = 0; v < nv; v++) x[v] = v == nv - 1 ? FA_LDM(row, d0 + v * W, tail, kind) : FA_LD(row, d0 + v * W, kind);
 #pragma GCC unroll 4
         for (int s = 0; s < np; s++) {
             V e = VSET1(es[s][j]);
@@ -112,30 +142,43 @@ FA_TARGET static inline __attribute__((always_inline)) void FA(pv_seg)(float* co
         for (int v = 0; v < nv; v++) VSTORE(accs[s] + d0 + v * W, acc[s][v]);
 }
 
-#define FA_PV_NV(NP, F16)                                                                  \
+#define FA_PV_NV(NP, KIND)                                                                 \
     switch (nv) {                                                                          \
-        case 4: FA(pv_seg)(accs, es, NP, vrow, j0, j1, d0, 4, tail, F16); break;           \
-        case 3: FA(pv_seg)(accs, es, NP, vrow, j0, j1, d0, 3, tail, F16); break;           \
-        case 2: FA(pv_seg)(accs, es, NP, vrow, j0, j1, d0, 2, tail, F16); break;           \
-        default: FA(pv_seg)(accs, es, NP, vrow, j0, j1, d0, 1, tail, F16); break;          \
+        case 4: FA(pv_seg)(accs, es, NP, vrow, j0, j1, d0, 4, tail, KIND); break;          \
+        case 3: FA(pv_seg)(accs, es, NP, vrow, j0, j1, d0, 3, tail, KIND); break;          \
+        case 2: FA(pv_seg)(accs, es, NP, vrow, j0, j1, d0, 2, tail, KIND); break;          \
+        default: FA(pv_seg)(accs, es, NP, vrow, j0, j1, d0, 1, tail, KIND); break;         \
+    }
+/* a quantised head is whole blocks of 32, so a segment is 4 vectors, or (W = 16, a last 32 elements) 2 */
+#define FA_PV_QNV(NP, KIND)                                                                \
+    if (nv == 4) FA(pv_seg)(accs, es, NP, vrow, j0, j1, d0, 4, tail, KIND);               \
+    else FA(pv_seg)(accs, es, NP, vrow, j0, j1, d0, 2, tail, KIND);
+#define FA_PV_KIND(NP)                                                                     \
+    switch (kind) {                                                                        \
+        case FA_F16: { FA_PV_NV(NP, FA_F16) } break;                                       \
+        case FA_Q8_0: { FA_PV_QNV(NP, FA_Q8_0) } break;                                    \
+        case FA_Q4_0: { FA_PV_QNV(NP, FA_Q4_0) } break;                                    \
+        default: { FA_PV_NV(NP, FA_F32) } break;                                           \
     }
 
 FA_TARGET static void FA(pv)(float* const* accs, const float* const* es, int np, const char* const* vrow, int j0, int j1, int hd,
-                             int f16) {
+                             int kind) {
     if (np != 4 && np != 1) {
-        for (int s = 0; s < np; s++) FA(pv)(accs + s, es + s, 1, vrow, j0, j1, hd, f16);
+        for (int s = 0; s < np; s++) FA(pv)(accs + s, es + s, 1, vrow, j0, j1, hd, kind);
         return;
     }
     for (int d0 = 0; d0 < hd; d0 += 4 * W) {
         int left = hd - d0, nv = left >= 4 * W ? 4 : (left + W - 1) / W, tail = left - (nv - 1) * W;
         if (tail > W) tail = W;
         if (np == 4) {
-            if (f16) { FA_PV_NV(4, 1) } else { FA_PV_NV(4, 0) }
+            FA_PV_KIND(4)
         } else {
-            if (f16) { FA_PV_NV(1, 1) } else { FA_PV_NV(1, 0) }
+            FA_PV_KIND(1)
         }
     }
 }
+#undef FA_PV_KIND
+#undef FA_PV_QNV
 #undef FA_PV_NV
 
 /* Scores of one (row, head) over a block → in place exp(score − max) for i < n; the block's max and Σ exp. */
@@ -185,8 +228,8 @@ FA_TARGET static void FA(block)(const fa_args* a, int b, float* const* prow, flo
     }
     if (last == 0) return;
     float* sc = scratch;                                        /* [count][heads][KEY_BLOCK] */
-    const int f16 = a->f16;
-    const int64_t eb = f16 ? 2 : 4;
+    const int kind = a->kind;
+    const int64_t head_bytes = a->head_bytes;                   /* one KV head's part of a stored row */
     const char* rowp[FA_KC];
     const char* krow[FA_KC];
     /* scores, FA_KC keys at a time: each K row read once for every row and head, 4 slots of a KV head per K load */
@@ -197,7 +240,7 @@ FA_TARGET static void FA(block)(const fa_args* a, int b, float* const* prow, flo
             /* the same rows' V, a whole phase ahead of its use, spread over the KV heads' work */
             int pf0 = g * kn / a->kvh, pf1 = (g + 1) * kn / a->kvh;
             if (pf1 > pf0) fa_prefetch(a, a->vpages, p0 + c0 + pf0, pf1 - pf0);
-            for (int j = 0; j < FA_KC; j++) krow[j] = rowp[j] + (int64_t)g * hd * eb;
+            for (int j = 0; j < FA_KC; j++) krow[j] = rowp[j] + (int64_t)g * head_bytes;
             const float* qs[4];
             float* outs[4];
             int ns = 0;
@@ -208,12 +251,12 @@ FA_TARGET static void FA(block)(const fa_args* a, int b, float* const* prow, flo
                     qs[ns] = qr + (int64_t)h * hd;
                     outs[ns] = sc + ((int64_t)r * heads + h) * FA_KEY_BLOCK + c0;
                     if (++ns == 4) {
-                        FA(scores)(qs, 4, krow, hd, a->scale, f16, outs);
+                        FA(scores)(qs, 4, krow, hd, a->scale, kind, outs);
                         ns = 0;
                     }
                 }
             }
-            if (ns > 0) FA(scores)(qs, ns, krow, hd, a->scale, f16, outs);
+            if (ns > 0) FA(scores)(qs, ns, krow, hd, a->scale, kind, outs);
         }
     }
     for (int r = 0; r < count; r++) {
@@ -236,7 +279,7 @@ FA_TARGET static void FA(block)(const fa_args* a, int b, float* const* prow, flo
         for (int g = 0; g < a->kvh; g++) {
             int pf0 = g * pfn / a->kvh, pf1 = (g + 1) * pfn / a->kvh;
             if (pf1 > pf0) fa_prefetch(a, a->kpages, p0 + FA_KEY_BLOCK + c0 + pf0, pf1 - pf0);
-            for (int j = 0; j < FA_KC; j++) vrow[j] = rowp[j] + (int64_t)g * hd * eb;
+            for (int j = 0; j < FA_KC; j++) vrow[j] = rowp[j] + (int64_t)g * head_bytes;
             float* accs[4];
             const float* es[4];
             int ends[4], np = 0;
@@ -250,13 +293,13 @@ FA_TARGET static void FA(block)(const fa_args* a, int b, float* const* prow, flo
                     if (++np == 4) {
                         int common = ends[0];
                         for (int s = 1; s < 4; s++) if (ends[s] < common) common = ends[s];
-                        FA(pv)(accs, es, 4, vrow, 0, common, hd, f16);
-                        for (int s = 0; s < 4; s++) if (ends[s] > common) FA(pv)(accs + s, es + s, 1, vrow, common, ends[s], hd, f16);
+                        FA(pv)(accs, es, 4, vrow, 0, common, hd, kind);
+                        for (int s = 0; s < 4; s++) if (ends[s] > common) FA(pv)(accs + s, es + s, 1, vrow, common, ends[s], hd, kind);
                         np = 0;
                     }
                 }
             }
-            for (int s = 0; s < np; s++) FA(pv)(accs + s, es + s, 1, vrow, 0, ends[s], hd, f16);
+            for (int s = 0; s < np; s++) FA(pv)(accs + s, es + s, 1, vrow, 0, ends[s], hd, kind);
         }
     }
 }
@@ -292,11 +335,11 @@ FA_TARGET static void FA(finish)(const float* run, int heads, int hd, int hdp, f
 }
 
 FP_EXPORT FA_TARGET void FA(fp_attn)(const float* q, const int32_t* rows, const int32_t* lengths, int32_t count,
-        const int64_t* kpages, const int64_t* vpages, int32_t page_tokens, int32_t f16, int32_t heads, int32_t kv_heads,
+        const int64_t* kpages, const int64_t* vpages, int32_t page_tokens, int32_t kind, int32_t heads, int32_t kv_heads,
         int32_t head_dim, float scale, int32_t b0, int32_t b1, float* partials, const int32_t* part_off,
         int32_t block_stride, float* out, float* scratch) {
     fa_args a;
-    fa_init(&a, q, rows, lengths, count, kpages, vpages, page_tokens, f16, heads, kv_heads, head_dim, scale, b1);
+    fa_init(&a, q, rows, lengths, count, kpages, vpages, page_tokens, kind, heads, kv_heads, head_dim, scale, b1);
     int rf = fa_row_floats(heads, a.hdp);
     float* prow[FA_MAX_ROWS];
     if (partials != NULL) {
@@ -344,6 +387,9 @@ FP_EXPORT FA_TARGET void FA(fp_attn_fold)(const float* partials, int32_t blocks,
 #undef VSTORE
 #undef VLOADH
 #undef VLOADHM
+#undef VLOADQ8
+#undef VLOADQ4
+#undef SHALF
 #undef VADD
 #undef VSUB
 #undef VMUL

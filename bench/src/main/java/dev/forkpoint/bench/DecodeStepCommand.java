@@ -61,7 +61,7 @@ final class DecodeStepCommand implements Callable<Integer> {
     @Option(names = "--mlx-lib", description = "the MLX-C library (a file or folder; default: FORKPOINT_MLXC_LIB, Homebrew, Ollama, the loader)")
     String mlxLib;
 
-    @Option(names = "--kv-type", defaultValue = "F32", description = "KV element type, F32 or F16 (default: ${DEFAULT-VALUE})")
+    @Option(names = "--kv-type", defaultValue = "F32", description = "KV element type: F32, F16, Q8_0 or Q4_0 (default: ${DEFAULT-VALUE})")
     KvElementType kvType;
 
     /** One backend on the model: its architecture and a page pool. */

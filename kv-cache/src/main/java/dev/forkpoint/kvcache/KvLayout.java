@@ -14,7 +14,11 @@ public record KvLayout(int layers, int kvDim, KvElementType elementType, int pag
         if (kvDim < 1) throw new IllegalArgumentException("kv layout: kvDim must be >= 1, got " + kvDim);
         if (elementType == null) throw new IllegalArgumentException("kv layout: element type is missing");
         if (pageTokens < 1) throw new IllegalArgumentException("kv layout: pageTokens must be >= 1, got " + pageTokens);
-        if ((long) layers * 2 * pageTokens * kvDim * elementType.bytes() > Integer.MAX_VALUE) {
+        if (kvDim % elementType.blockElements() != 0) {
+            throw new IllegalArgumentException("kv layout: kv type " + elementType.lowerName() + " stores blocks of "
+                    + elementType.blockElements() + " elements; kvDim " + kvDim + " is not a multiple of it");
+        }
+        if ((long) layers * 2 * pageTokens * elementType.rowBytes(kvDim) > Integer.MAX_VALUE) {
             throw new IllegalArgumentException("kv layout: a page of " + pageTokens + " positions × " + layers
                     + " layers × 2 × " + kvDim + " elements does not fit in 2 GiB");
         }
@@ -25,9 +29,14 @@ public record KvLayout(int layers, int kvDim, KvElementType elementType, int pag
         return new KvLayout(layers, kvDim, elementType, DEFAULT_PAGE_TOKENS);
     }
 
-    /** Bytes of one (page, layer, kind) slab: pageTokens × kvDim elements, contiguous. */
+    /** Bytes of one stored K or V row: kvDim elements of the element type. */
+    public long rowBytes() {
+        return elementType.rowBytes(kvDim);
+    }
+
+    /** Bytes of one (page, layer, kind) slab: pageTokens rows, contiguous. */
     public long slabBytes() {
-        return (long) pageTokens * kvDim * elementType.bytes();
+        return pageTokens * rowBytes();
     }
 
     /** Bytes of one page: all layers, K and V. */
@@ -37,7 +46,7 @@ public record KvLayout(int layers, int kvDim, KvElementType elementType, int pag
 
     /** KV bytes of one position over all layers, K and V. */
     public long positionBytes() {
-        return (long) layers * 2 * kvDim * elementType.bytes();
+        return layers * 2L * rowBytes();
     }
 
     /**
@@ -50,6 +59,6 @@ public record KvLayout(int layers, int kvDim, KvElementType elementType, int pag
 
     /** Byte offset, inside a page, of (slot, layer, kind). */
     long offsetInPage(int slot, int layer, KvKind kind) {
-        return (2L * layer + kind.ordinal()) * slabBytes() + (long) slot * kvDim * elementType.bytes();
+        return (2L * layer + kind.ordinal()) * slabBytes() + slot * rowBytes();
     }
 }

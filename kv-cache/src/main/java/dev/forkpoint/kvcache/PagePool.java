@@ -2,7 +2,6 @@ package dev.forkpoint.kvcache;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -16,10 +15,13 @@ import java.util.concurrent.atomic.AtomicLong;
  * budget). Page {@code p} lives in chunk {@code p / pagesPerChunk} at {@code (p % pagesPerChunk) × pageBytes}. Inside a
  * page the order is layer, then kind (K before V), then slot (position within the page), then element:
  * <pre>
- *   offset(p, slot, layer, kind, e) = base(p) + ((2·layer + kind)·P + slot)·kvDim·eb + e·eb
- *   pageBytes = layers · 2 · P · kvDim · eb          (eb = 4 for F32, 2 for F16; little-endian, native order)
+ *   offset(p, slot, layer, kind) = base(p) + ((2·layer + kind)·P + slot)·rowBytes
+ *   rowBytes  = kvDim / B · blockBytes              (F32: B = 1, 4 bytes; F16: B = 1, 2 bytes;
+ *                                                    Q8_0: B = 32, 34 bytes; Q4_0: B = 32, 18 bytes; native order)
+ *   pageBytes = layers · 2 · P · rowBytes
  * </pre>
- * so each (page, layer, kind) is one contiguous slab of {@code P × kvDim} elements ({@link #slab}); an attention kernel
+ * (a row's bytes: {@link KvElementType}, {@link KvRowCodec}), so each (page, layer, kind) is one contiguous slab of
+ * {@code P} rows ({@link #slab}); an attention kernel
  * walks a sequence's page table and reads one slab per page. Position {@code t} of a sequence lives in the page at
  * table index {@code t / P}, slot {@code t % P}.
  *
@@ -131,7 +133,7 @@ public final class PagePool implements AutoCloseable {
     }
 
     /**
-     * The contiguous slab of {@code pageTokens × kvDim} elements of (page, layer, kind), for kernels. Only the sole
+     * The contiguous slab of {@code pageTokens} stored rows of (page, layer, kind), for kernels. Only the sole
      * holder of a page may write into it.
      */
     public MemorySegment slab(int page, int layer, KvKind kind) {
@@ -239,7 +241,7 @@ public final class PagePool implements AutoCloseable {
 
     /** Copies slots [0, slots) of every (layer, kind) slab from page {@code src} to page {@code dst}. */
     void copySlots(int src, int dst, int slots) {
-        long bytes = (long) slots * layout.kvDim() * layout.elementType().bytes();
+        long bytes = slots * layout.rowBytes();
         if (bytes == 0) return;
         for (int layer = 0; layer < layout.layers(); layer++) {
             for (KvKind kind : KvKind.values()) {
@@ -249,32 +251,17 @@ public final class PagePool implements AutoCloseable {
         }
     }
 
-    /** Reads kvDim elements of (page, slot, layer, kind) into {@code out[outOffset..]} as floats. */
+    /** Reads kvDim elements of (page, slot, layer, kind) into {@code out[outOffset..]} as floats (dequantised if need be). */
     void read(int page, int slot, int layer, KvKind kind, float[] out, int outOffset) {
-        int dim = layout.kvDim();
-        MemorySegment memory = chunk(page);
-        long off = base(page) + layout.offsetInPage(slot, layer, kind);
-        if (layout.elementType() == KvElementType.F32) {
-            MemorySegment.copy(memory, ValueLayout.JAVA_FLOAT, off, out, outOffset, dim);
-        } else {
-            for (int e = 0; e < dim; e++) {
-                out[outOffset + e] = Float.float16ToFloat(memory.get(ValueLayout.JAVA_SHORT, off + 2L * e));
-            }
-        }
+        KvRowCodec.load(layout.elementType(), chunk(page), base(page) + layout.offsetInPage(slot, layer, kind), out, outOffset, layout.kvDim());
     }
 
-    /** Writes kvDim elements from {@code values[offset..]} to (page, slot, layer, kind), rounding to F16 if needed. */
+    /**
+     * Writes kvDim elements from {@code values[offset..]} to (page, slot, layer, kind), rounded to the element type
+     * ({@link KvRowCodec}: F16 rounding, or Q8_0 / Q4_0 quantisation of each block of the row).
+     */
     void write(int page, int slot, int layer, KvKind kind, float[] values, int offset) {
-        int dim = layout.kvDim();
-        MemorySegment memory = chunk(page);
-        long off = base(page) + layout.offsetInPage(slot, layer, kind);
-        if (layout.elementType() == KvElementType.F32) {
-            MemorySegment.copy(values, offset, memory, ValueLayout.JAVA_FLOAT, off, dim);
-        } else {
-            for (int e = 0; e < dim; e++) {
-                memory.set(ValueLayout.JAVA_SHORT, off + 2L * e, Float.floatToFloat16(values[offset + e]));
-            }
-        }
+        KvRowCodec.store(layout.elementType(), values, offset, layout.kvDim(), chunk(page), base(page) + layout.offsetInPage(slot, layer, kind));
     }
 
     void checkLayer(int layer) {

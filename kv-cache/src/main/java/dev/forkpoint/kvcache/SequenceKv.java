@@ -202,7 +202,7 @@ public final class SequenceKv implements AutoCloseable {
     }
 
     /**
-     * The slab of table page {@code index} for (layer, kind): P × kvDim elements, position t at slot t % P of index
+     * The slab of table page {@code index} for (layer, kind): P stored rows ({@link KvLayout#rowBytes()} each), position t at slot t % P of index
      * t / P. A kernel may write through it only the open step's positions [length, length + pending): after
      * {@code begin} the pages holding them are this sequence's alone. Slots at or past {@link #stored()} are garbage,
      * and so are reserved positions the step has not written yet.

@@ -1,5 +1,6 @@
 package dev.forkpoint.backend;
 
+import dev.forkpoint.kvcache.KvElementType;
 import dev.forkpoint.kvcache.SequenceKv;
 import dev.forkpoint.tensor.WeightSource;
 
@@ -51,6 +52,12 @@ public interface Backend extends AutoCloseable {
      * saying what it runs. The CPU backend runs every architecture Forkpoint knows.
      */
     default void checkArchitecture(String architecture) {}
+
+    /**
+     * Refuses, before any weight is prepared, a KV element type this backend's attention cannot read, with an
+     * {@link dev.forkpoint.InvalidInputException} naming the type. The CPU backend reads every {@link KvElementType}.
+     */
+    default void checkKvType(KvElementType type) {}
 
     /**
      * Runs one engine step — the stores' begin, the forward pass, the logits, prepareCommit and commit, or the rollback

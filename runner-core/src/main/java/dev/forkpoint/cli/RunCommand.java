@@ -91,7 +91,7 @@ final class RunCommand implements Callable<Integer> {
             description = "Budget for recurrent-state checkpoints of hybrid models (Qwen3.5); 0 = " + EngineOptions.DEFAULT_CHECKPOINTS + " states per sequence.")
     long checkpointBytes = 0;
 
-    @Option(names = "--kv-type", paramLabel = "f32|f16", description = "Element type of cached keys and values.")
+    @Option(names = "--kv-type", paramLabel = "f32|f16|q8_0|q4_0", description = "Element type of cached keys and values (q8_0, q4_0: quantised, CPU backend).")
     String kvType = "f32";
 
     @Option(names = "--num-ctx", paramLabel = "N", description = "Context window in tokens; 0 = Ollama's 4096, or the model's trained context when smaller.")

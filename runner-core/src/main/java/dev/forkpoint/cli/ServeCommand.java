@@ -96,7 +96,8 @@ final class ServeCommand implements Callable<Integer> {
             description = "Budget per model for recurrent-state checkpoints of hybrid models (Qwen3.5); 0 = " + EngineOptions.DEFAULT_CHECKPOINTS + " states per sequence.")
     long checkpointBytes = 0;
 
-    @Option(names = "--kv-type", paramLabel = "f32|f16", description = "Element type of cached keys and values; default: $OLLAMA_KV_CACHE_TYPE, else this.")
+    @Option(names = "--kv-type", paramLabel = "f32|f16|q8_0|q4_0",
+            description = "Element type of cached keys and values (q8_0, q4_0: quantised, CPU backend); default: $OLLAMA_KV_CACHE_TYPE, else this.")
     String kvType = "f32";
 
     @Option(names = "--keep-alive", paramLabel = "DURATION",

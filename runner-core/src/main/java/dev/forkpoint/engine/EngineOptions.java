@@ -14,7 +14,8 @@ import java.util.Locale;
  *                     num_ctx ({@link LoadedModel#defaultNumCtx()}) for one running sequence plus as much again for
  *                     one cached sequence, in whole pages. The pool commits memory lazily, in chunks, as pages are
  *                     first used, so a large budget costs nothing until it is filled.
- * @param kvType       the element type of stored keys and values: F32 (exact) or F16 (half the memory)
+ * @param kvType       the element type of stored keys and values: F32 (exact), F16 (half the memory), Q8_0 or Q4_0
+ *                     (quantised blocks of 32: 17/64 and 9/64 of F32's bytes; error bounds in {@code KvRowCodec})
  * @param sequences    with kvCacheBytes 0: how many sequences of the default num_ctx the derived budget holds (2: one
  *                     running, one cached; a server running N requests at once asks for N + 1)
  * @param checkpointBytes the byte budget of recurrent-state checkpoints (hybrid models; {@code --checkpoint-bytes});
@@ -109,10 +110,10 @@ public record EngineOptions(long kvCacheBytes, KvElementType kvType, int sequenc
         return new EngineOptions(kvCacheBytes, kvType, sequences, checkpointBytes, backend, n, mlxLibrary, kernels);
     }
 
-    /** "f32" or "f16" (any case) as an element type; anything else is refused naming kv_type. */
+    /** "f32", "f16", "q8_0" or "q4_0" (any case) as an element type; anything else is refused naming kv_type. */
     public static KvElementType parseKvType(String name) {
         String n = name == null ? "" : name.trim().toUpperCase(Locale.ROOT);
         for (KvElementType t : KvElementType.values()) if (t.name().equals(n)) return t;
-        throw new InvalidInputException("kv_type must be f32 or f16, got '" + name + "'");
+        throw new InvalidInputException("kv_type must be f32, f16, q8_0 or q4_0, got '" + name + "'");
     }
 }

@@ -12,6 +12,7 @@ import dev.forkpoint.model.ModelFiles;
 import dev.forkpoint.model.ModelConfig;
 import dev.forkpoint.kvcache.CacheNamespace;
 import dev.forkpoint.kvcache.CacheStats;
+import dev.forkpoint.kvcache.KvElementType;
 import dev.forkpoint.kvcache.KvLayout;
 import dev.forkpoint.kvcache.PagePool;
 import dev.forkpoint.kvcache.RadixCache;
@@ -100,6 +101,7 @@ public final class LoadedModel implements AutoCloseable {
         try {
             Tokenizer tokenizer = file.tokenizer();
             backend = Backends.create(options.backend(), options.mlxLibrary(), threads, options.kernels(), file.spec().name());
+            backend.checkKvType(options.kvType());
             int total = file.tensors().count();
             Architecture arch = file.load(backend, done -> progress.update(done, total));
             String modelId = modelId(file.contentFiles());
@@ -116,6 +118,11 @@ public final class LoadedModel implements AutoCloseable {
 
     /** The KV pool: kv_cache_bytes, or (when 0) room for the default num_ctx's positions of options.sequences() sequences. */
     private static PagePool newPool(ModelConfig c, EngineOptions options) {
+        KvElementType type = options.kvType();
+        if (c.headDim() % type.blockElements() != 0) {
+            throw new dev.forkpoint.InvalidInputException("kv_type " + type.lowerName() + " stores keys and values in blocks of "
+                    + type.blockElements() + " elements of a head, but this model's head dim is " + c.headDim() + "; use --kv-type f16");
+        }
         KvLayout layout = KvLayout.of(c.kvLayers(), c.kvDim(), options.kvType());
         long budget = options.kvCacheBytes() == 0 ? layout.budgetFor(defaultNumCtx(c, options), options.sequences()) : options.kvCacheBytes();
         if (budget < layout.pageBytes()) {
@@ -192,7 +199,7 @@ public final class LoadedModel implements AutoCloseable {
                 c.contextLength(), c.dim(), c.layers(), c.heads(), c.kvHeads(), tokenizer.model(), tokenizer.vocabSize(),
                 file.chatTemplate(), sha256(file.contentFiles()),
                 c.linear() != null ? c.linear().layerKinds() : "attention ×" + c.layers(),
-                2L * c.kvLayers() * c.kvDim() * options.kvType().bytes(), recurrent == null ? 0 : recurrent.bytesPerSequence(),
+                pool.layout().positionBytes(), recurrent == null ? 0 : recurrent.bytesPerSequence(),
                 c.experts() == null ? null : "top-" + c.experts().topK() + " of " + c.experts().count()
                         + (c.experts().sharedFfnDim() > 0 ? " + shared expert" : ""),
                 backend.name());

@@ -20,7 +20,7 @@ import java.util.TreeSet;
  * @param numParallel     {@code OLLAMA_NUM_PARALLEL}: sequences run together per model, 0 = the default ({@code --parallel})
  * @param maxQueue        {@code OLLAMA_MAX_QUEUE}: requests waiting per model ({@code --queue-limit})
  * @param keepAlive       {@code OLLAMA_KEEP_ALIVE}: how long a store model stays loaded, negative = forever ({@code --keep-alive})
- * @param kvCacheType     {@code OLLAMA_KV_CACHE_TYPE}: f16 (or Forkpoint's f32) ({@code --kv-type})
+ * @param kvCacheType     {@code OLLAMA_KV_CACHE_TYPE}: f16, q8_0 or q4_0 (or Forkpoint's f32) ({@code --kv-type})
  * @param models          {@code OLLAMA_MODELS}: the store's directory (read by the store itself; no flag)
  * @param origins         {@code OLLAMA_ORIGINS}: browser origins allowed, comma-separated ({@code --origins} adds to them)
  * @param maxLoadedModels {@code OLLAMA_MAX_LOADED_MODELS}: store models loaded at once, 0 = no limit ({@code --max-loaded-models})
@@ -98,14 +98,14 @@ public record OllamaEnvironment(OllamaHost host, Integer contextLength, Integer 
                 + ", got '" + env.get(name) + "'");
     }
 
-    /** Ollama's KV cache types: f16 is Forkpoint's F16 (f32 its F32); q8_0 and q4_0 are refused. */
+    /** Ollama's KV cache types, any case: f16, q8_0 and q4_0 (and Forkpoint's f32). */
     static KvElementType kvCacheType(String value) {
         return switch (value.toLowerCase(Locale.ROOT)) {
             case "f16" -> KvElementType.F16;
             case "f32" -> KvElementType.F32;
-            case "q8_0", "q4_0" -> throw new InvalidInputException(KV_CACHE_TYPE + "=" + value
-                    + " is not supported: Forkpoint's KV cache holds f16 or f32 (quantised q8_0 / q4_0 KV is not implemented yet)");
-            default -> throw new InvalidInputException(KV_CACHE_TYPE + " must be f16 (or f32), got '" + value + "'");
+            case "q8_0" -> KvElementType.Q8_0;
+            case "q4_0" -> KvElementType.Q4_0;
+            default -> throw new InvalidInputException(KV_CACHE_TYPE + " must be f16, q8_0 or q4_0 (or f32), got '" + value + "'");
         };
     }
 }

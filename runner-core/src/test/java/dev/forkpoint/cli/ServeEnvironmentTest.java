@@ -128,7 +128,7 @@ class ServeEnvironmentTest {
         for (Case c : List.of(
                 new Case("OLLAMA_NUM_PARALLEL", "many", "OLLAMA_NUM_PARALLEL must be a whole number >= 0 (0 = the default), got 'many'"),
                 new Case("OLLAMA_HOST", "localhost:99999", "OLLAMA_HOST must be [http://|https://]host[:port], got 'localhost:99999'"),
-                new Case("OLLAMA_KV_CACHE_TYPE", "q8_0", "OLLAMA_KV_CACHE_TYPE=q8_0 is not supported: Forkpoint's KV cache holds f16 or f32"),
+                new Case("OLLAMA_KV_CACHE_TYPE", "q5_1", "OLLAMA_KV_CACHE_TYPE must be f16, q8_0 or q4_0 (or f32), got 'q5_1'"),
                 new Case("OLLAMA_KEEP_ALIVE", "forever", "OLLAMA_KEEP_ALIVE must be seconds or a duration such as 5m, 1h30m or -1"))) {
             var h = new CliHarness(root);
             h.with(c.name(), c.value());
@@ -137,6 +137,14 @@ class ServeEnvironmentTest {
             assertTrue(r.err().contains(c.message()), r.toString());
             assertFalse(r.out().contains("listening"), r.toString());
         }
+    }
+
+    @Test
+    void quantisedKvTypesComeFromTheVariableOrTheFlagInAnyCase() {
+        assertEquals(KvElementType.Q8_0, ServeArgs.parse(env("OLLAMA_KV_CACHE_TYPE", "q8_0")).config().engine().kvType());
+        assertEquals(KvElementType.Q4_0, ServeArgs.parse(env("OLLAMA_KV_CACHE_TYPE", "f16"), "--kv-type", "Q4_0").config().engine().kvType());
+        var e = assertThrows(InvalidInputException.class, () -> ServeArgs.parse(env(), "--kv-type", "q2_k"));
+        assertEquals("kv_type must be f32, f16, q8_0 or q4_0, got 'q2_k'", e.getMessage());
     }
 
     @Test

@@ -100,13 +100,13 @@ class OllamaEnvironmentTest {
     }
 
     @Test
-    void quantisedKvTypesAreRefusedNamingTheSupportedOnes() {
+    void quantisedKvTypesAreAcceptedInAnyCaseAndOthersRefusedNamingTheSupportedOnes() {
         assertEquals(KvElementType.F32, OllamaEnvironment.from(Map.of("OLLAMA_KV_CACHE_TYPE", "f32")).kvCacheType());
-        for (String q : List.of("q8_0", "Q4_0")) {
-            assertEquals("OLLAMA_KV_CACHE_TYPE=" + q + " is not supported: Forkpoint's KV cache holds f16 or f32 (quantised q8_0 / q4_0 KV is not implemented yet)",
-                    refused("OLLAMA_KV_CACHE_TYPE", q));
-        }
-        assertEquals("OLLAMA_KV_CACHE_TYPE must be f16 (or f32), got 'bf16'", refused("OLLAMA_KV_CACHE_TYPE", "bf16"));
+        assertEquals(KvElementType.Q8_0, OllamaEnvironment.from(Map.of("OLLAMA_KV_CACHE_TYPE", "q8_0")).kvCacheType());
+        assertEquals(KvElementType.Q8_0, OllamaEnvironment.from(Map.of("OLLAMA_KV_CACHE_TYPE", "Q8_0")).kvCacheType());
+        assertEquals(KvElementType.Q4_0, OllamaEnvironment.from(Map.of("OLLAMA_KV_CACHE_TYPE", "Q4_0")).kvCacheType());
+        assertEquals("OLLAMA_KV_CACHE_TYPE must be f16, q8_0 or q4_0 (or f32), got 'bf16'", refused("OLLAMA_KV_CACHE_TYPE", "bf16"));
+        assertEquals("OLLAMA_KV_CACHE_TYPE must be f16, q8_0 or q4_0 (or f32), got 'q4_1'", refused("OLLAMA_KV_CACHE_TYPE", "q4_1"));
     }
 
     private static String refused(String name, String value) {

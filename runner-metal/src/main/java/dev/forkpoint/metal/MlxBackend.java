@@ -6,6 +6,7 @@ import dev.forkpoint.backend.KvStore;
 import dev.forkpoint.backend.Ops;
 import dev.forkpoint.backend.RecurrentLayout;
 import dev.forkpoint.backend.Weight;
+import dev.forkpoint.kvcache.KvElementType;
 import dev.forkpoint.kvcache.SequenceKv;
 import dev.forkpoint.metal.mlxc.Mlx;
 import dev.forkpoint.metal.mlxc.MlxArray;
@@ -105,6 +106,15 @@ public final class MlxBackend implements Backend {
         }
     }
 
+    /** The MLX attention reads F32 or F16 KV only: quantised KV (q8_0, q4_0) is refused, naming the type. */
+    @Override
+    public void checkKvType(KvElementType type) {
+        if (type.quantised()) {
+            throw new InvalidInputException("kv_type " + type.lowerName() + " is not supported on the MLX backend (its attention reads f16 or f32 KV);"
+                    + " use --kv-type f16, or --backend cpu");
+        }
+    }
+
     public Weight weight(WeightSource source) {
         try (Arena copies = Arena.ofShared()) {
             WeightSource readable = readableOnMlxThread(source, copies);
@@ -144,6 +154,7 @@ public final class MlxBackend implements Backend {
      */
     public KvStore newKvStore(SequenceKv sequence, RecurrentLayout recurrent) {
         if (sequence == null) throw new IllegalArgumentException("kv store: sequence is missing");
+        checkKvType(sequence.layout().elementType());
         MlxKvArrays arrays = new MlxKvArrays(sequence);
         MlxRecurrentState state = recurrent == null ? null : new MlxRecurrentState(recurrent, sequence);
         call(() -> {

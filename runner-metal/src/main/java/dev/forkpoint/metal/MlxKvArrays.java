@@ -180,7 +180,7 @@ final class MlxKvArrays {
 
     private MlxArray fromPages(MlxSession s, List<MlxArray> temps, int layer, KvKind kind, int positions, int cap) {
         boolean f16 = sequence.layout().elementType() == KvElementType.F16;
-        long rowBytes = (long) kvDim * sequence.layout().elementType().bytes();
+        long rowBytes = sequence.layout().rowBytes();
         MlxArray rows;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment dst = arena.allocate(positions * rowBytes, 4);

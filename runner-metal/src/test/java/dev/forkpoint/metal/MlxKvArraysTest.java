@@ -192,7 +192,7 @@ class MlxKvArraysTest {
     void aSequenceSharingACachedPrefixGetsTheLogitsOfAFreshPrefill() throws IOException {
         Mlx mlx = MlxTestLibrary.require();
         int[] all = tokens(40, 11);
-        for (KvElementType type : KvElementType.values()) {
+        for (KvElementType type : new KvElementType[] {KvElementType.F32, KvElementType.F16}) {   // MLX refuses quantised KV
             MlxBackend backend = new MlxBackend(mlx);
             try (Run gpu = Run.open(stories(), backend, type); Run cpu = Run.open(stories(), new CpuBackend(1), type)) {
                 int shared = 21, rest = all.length - shared;   // 21: a partial second page (16 positions each), copied on write

@@ -111,7 +111,7 @@ class MlxOpsTest {
 
     @Test
     void groupedQueryAttentionOverSeveralSegmentsAndF16Pages() {
-        for (KvElementType type : KvElementType.values()) {
+        for (KvElementType type : new KvElementType[] {KvElementType.F32, KvElementType.F16}) {   // MLX refuses quantised KV
             same("attention " + type, 3, (b, r) -> {
                 Ops o = b.ops();
                 int heads = 4, kvHeads = 2, headDim = 8, layers = 2;

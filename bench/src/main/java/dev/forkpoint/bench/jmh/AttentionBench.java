@@ -39,8 +39,8 @@ public class AttentionBench {
     @Param({"1024", "8192", "32768"})
     public int context;
 
-    /** KV element type (the engine's default is F32). */
-    @Param({"F32", "F16"})
+    /** KV element type (the engine's default is F32; Q8_0 and Q4_0 are quantised, dequantised as they are read). */
+    @Param({"F32", "F16", "Q8_0", "Q4_0"})
     public String kv;
 
     @Param({"1", "2"})

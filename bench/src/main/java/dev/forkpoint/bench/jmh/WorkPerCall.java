@@ -31,9 +31,9 @@ public record WorkPerCall(long bytes, long flops, String bytesWhat) {
                 }
                 case "AttentionBench" -> {
                     long positions = Long.parseLong(param.apply("context")) + 1;
-                    int element = param.apply("kv").equals("F16") ? 2 : 4;
-                    long kvDim = AttentionBench.KV_HEADS * AttentionBench.HEAD_DIM;
-                    yield Optional.of(new WorkPerCall(2 * positions * kvDim * element,
+                    long rowBytes = dev.forkpoint.kvcache.KvElementType.valueOf(param.apply("kv"))
+                            .rowBytes(AttentionBench.KV_HEADS * AttentionBench.HEAD_DIM);
+                    yield Optional.of(new WorkPerCall(2 * positions * rowBytes,
                             4L * AttentionBench.HEADS * AttentionBench.HEAD_DIM * positions, "K+V"));
                 }
                 case "MoeBench" -> Optional.of(new WorkPerCall(MoeBench.bytesPerToken(param.apply("type")),

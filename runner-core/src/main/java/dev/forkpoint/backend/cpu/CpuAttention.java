@@ -1,6 +1,7 @@
 package dev.forkpoint.backend.cpu;
 
 import dev.forkpoint.kvcache.KvElementType;
+import dev.forkpoint.kvcache.KvRowCodec;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.VectorSpecies;
 
@@ -15,7 +16,8 @@ import java.util.Map;
 /**
  * Causal grouped-query attention of query rows over paged K/V, the CPU backend's kernel. A query row at position p
  * attends to positions [0, p] of its own sequence, stored in pages of {@code pageTokens} positions (position p is row
- * {@code p % pageTokens} of slab {@code p / pageTokens}, each row kvDim elements, F32 or F16).
+ * {@code p % pageTokens} of slab {@code p / pageTokens}, each row kvDim elements, F32, F16, or Q8_0 / Q4_0 blocks
+ * dequantised as they are read).
  *
  * <p>Flash-attention style: the positions are cut into blocks of {@link #KEY_BLOCK}, and each block gives, per query
  * row and head, a softmax partial (its maximum score, the sum of exp(score − max) and the exp-weighted sum of V rows);
@@ -230,14 +232,14 @@ final class CpuAttention {
         Keys kv = rows[list[0]];
         int p0 = b * KEY_BLOCK, last = 0;
         for (int t : list) last = Math.max(last, Math.min(length[t], p0 + KEY_BLOCK) - p0);
-        boolean f16 = kv.type() == KvElementType.F16;
-        long rowBytes = (long) kvDim * (f16 ? Short.BYTES : Float.BYTES);
+        KvElementType type = kv.type();
+        long rowBytes = type.rowBytes(kvDim);
         float[] scores = w.scores, row = w.row;
         // scores[((r·heads + h)·KEY_BLOCK + i] = q_r,h · K[p0 + i] · scale: each K row read whole, once, for the tile's
         // rows and every head (a sequential read of the block's pages)
         for (int i = 0; i < last; i++) {
             int p = p0 + i;
-            load(kv.keys()[p / kv.pageTokens()], (p % kv.pageTokens()) * rowBytes, f16, row, kvDim);
+            load(kv.keys()[p / kv.pageTokens()], (p % kv.pageTokens()) * rowBytes, type, row, kvDim);
             for (int r = 0; r < count; r++) {
                 int t = list[r];
                 if (p >= length[t]) continue;
@@ -263,7 +265,7 @@ final class CpuAttention {
         // acc_r,h += e_r,h,i · V[p0 + i]: each V row read whole, once, for the tile's rows and every head
         for (int i = 0; i < last; i++) {
             int p = p0 + i;
-            load(kv.values()[p / kv.pageTokens()], (p % kv.pageTokens()) * rowBytes, f16, row, kvDim);
+            load(kv.values()[p / kv.pageTokens()], (p % kv.pageTokens()) * rowBytes, type, row, kvDim);
             for (int r = 0; r < count; r++) {
                 if (p >= length[list[r]]) continue;
                 int sBase = r * heads * KEY_BLOCK + i, aBase = r * heads * headDim;
@@ -394,14 +396,22 @@ final class CpuAttention {
         return p * Float.intBitsToFloat(((int) k + 127) << 23);
     }
 
-    /** The n elements of a stored row at byte {@code off} of {@code slab} as floats in row[0 … n). */
-    private static void load(MemorySegment slab, long off, boolean f16, float[] row, int n) {
-        if (f16) {
-            for (int i = 0; i < n; i++) row[i] = Float.float16ToFloat(slab.get(SHORT, off + 2L * i));
-        } else {   // vector loads: a MemorySegment.copy of a few hundred bytes costs more in its checks than in its copy
-            int i = 0;
-            for (int bound = F.loopBound(n); i < bound; i += L) FloatVector.fromMemorySegment(F, slab, off + 4L * i, ByteOrder.nativeOrder()).intoArray(row, i);
-            for (; i < n; i++) row[i] = slab.get(FLOAT, off + 4L * i);
+    /**
+     * The n elements of a stored row at byte {@code off} of {@code slab} as floats in row[0 … n): F32 copied, F16
+     * converted, Q8_0 / Q4_0 dequantised ({@link KvRowCodec}: each value a binary16 scale times a small integer, exact
+     * in float, so the native kernel reads the same floats).
+     */
+    private static void load(MemorySegment slab, long off, KvElementType type, float[] row, int n) {
+        switch (type) {
+            case F32 -> {   // vector loads: a MemorySegment.copy of a few hundred bytes costs more in its checks than in its copy
+                int i = 0;
+                for (int bound = F.loopBound(n); i < bound; i += L) FloatVector.fromMemorySegment(F, slab, off + 4L * i, ByteOrder.nativeOrder()).intoArray(row, i);
+                for (; i < n; i++) row[i] = slab.get(FLOAT, off + 4L * i);
+            }
+            case F16 -> {
+                for (int i = 0; i < n; i++) row[i] = Float.float16ToFloat(slab.get(SHORT, off + 2L * i));
+            }
+            case Q8_0, Q4_0 -> KvRowCodec.load(type, slab, off, row, 0, n);
         }
     }
 

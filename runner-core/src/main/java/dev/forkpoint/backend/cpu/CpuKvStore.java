@@ -12,7 +12,8 @@ import java.lang.foreign.MemorySegment;
 /**
  * A {@link KvStore} over one kv-cache {@link SequenceKv}: steps map to the sequence's begin/commit/rollback, the
  * attention op writes the step's entries through the sequence (bounds-checked) and reads pages as off-heap slabs of
- * {@code pageTokens × kvDim} elements (layout: see {@code dev.forkpoint.kvcache.PagePool}).
+ * {@code pageTokens} rows of kvDim elements of the pool's element type, F32, F16, Q8_0 or Q4_0 (a step's rows are
+ * rounded or quantised as they are written; layout: see {@code dev.forkpoint.kvcache.PagePool}).
  */
 final class CpuKvStore implements KvStore {
     private final SequenceKv sequence;

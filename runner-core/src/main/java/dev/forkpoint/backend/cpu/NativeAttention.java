@@ -19,7 +19,8 @@ import java.util.Map;
  * length (the kernel's invariant), so the tile size is free: {@link #tileRows} rows, as many as keep a tile's scores
  * (rows × heads × 128 floats) within 128 KiB.
  *
- * <p>The K/V pages are off-heap {@code PagePool} slabs: the kernel gets their addresses (one array per sequence for K,
+ * <p>The K/V pages are off-heap {@code PagePool} slabs of F32, F16, Q8_0 or Q4_0 rows (the kernel converts quantised
+ * codes to floats in its vector loads): the kernel gets their addresses (one array per sequence for K,
  * one for V), after this class has checked that every position a row reads lies in a slab of the right size. Queries,
  * outputs, partials and scratch are heap arrays passed in place (critical downcalls).
  */
@@ -111,7 +112,7 @@ final class NativeAttention {
                     CpuAttention.Keys kv = rows[t0];
                     Pages p = pages.get(kv);
                     kernels.attention(qs, MemorySegment.ofArray(list), MemorySegment.ofArray(lens), count, p.k(), p.v(), kv.pageTokens(),
-                            kv.type() == KvElementType.F16, heads, kvHeads, headDim, scale, 0, blocks(length[t1 - 1]),
+                            kind(kv.type()), heads, kvHeads, headDim, scale, 0, blocks(length[t1 - 1]),
                             MemorySegment.NULL, MemorySegment.NULL, 0, os, ss);
                 }
             });
@@ -170,7 +171,7 @@ final class NativeAttention {
                     CpuAttention.Keys kv = rows[t];
                     Pages p = pages.get(kv);
                     kernels.attention(qs, MemorySegment.ofArray(new int[] {t}), MemorySegment.ofArray(new int[] {length[t]}), 1, p.k(), p.v(),
-                            kv.pageTokens(), kv.type() == KvElementType.F16, heads, kvHeads, headDim, scale, w[1], w[2], ps,
+                            kv.pageTokens(), kind(kv.type()), heads, kvHeads, headDim, scale, w[1], w[2], ps,
                             MemorySegment.ofArray(new int[] {(firstBlock[t] + w[1]) * rowFloats}), rowFloats, MemorySegment.NULL, ss);
                 } else {
                     int count = w.length;
@@ -185,7 +186,7 @@ final class NativeAttention {
                     CpuAttention.Keys kv = rows[first];
                     Pages p = pages.get(kv);
                     kernels.attention(qs, MemorySegment.ofArray(list), MemorySegment.ofArray(lens), count, p.k(), p.v(), kv.pageTokens(),
-                            kv.type() == KvElementType.F16, heads, kvHeads, headDim, scale, b, b + 1, ps, MemorySegment.ofArray(offsets),
+                            kind(kv.type()), heads, kvHeads, headDim, scale, b, b + 1, ps, MemorySegment.ofArray(offsets),
                             rowFloats, MemorySegment.NULL, ss);
                 }
             }
@@ -212,14 +213,31 @@ final class NativeAttention {
         return java.util.Arrays.copyOf(tileStart, tiles + 1);
     }
 
-    /** The page addresses of a sequence's K and V slabs, each checked to hold pageTokens rows of kvDim elements. */
+    /**
+     * The page addresses of a sequence's K and V slabs, each checked to hold pageTokens rows of kvDim elements; quantised
+     * rows are read a head at a time in whole blocks, so their head size must be a multiple of the block.
+     */
     private Pages addresses(CpuAttention.Keys kv) {
-        long slabBytes = (long) kv.pageTokens() * kvDim * (kv.type() == KvElementType.F16 ? 2 : 4);
+        if (headDim % kv.type().blockElements() != 0) {
+            throw new IllegalArgumentException("attention: kv type " + kv.type().lowerName() + " stores blocks of " + kv.type().blockElements()
+                    + " elements; head dim " + headDim + " is not a multiple of it");
+        }
+        long slabBytes = kv.pageTokens() * kv.type().rowBytes(kvDim);
         if (kv.pageTokens() < 1) throw new IllegalArgumentException("attention: pages of " + kv.pageTokens() + " positions");
         long[] k = new long[kv.keys().length], v = new long[kv.values().length];
         for (int i = 0; i < k.length; i++) k[i] = checked(kv.keys()[i], slabBytes);
         for (int i = 0; i < v.length; i++) v[i] = checked(kv.values()[i], slabBytes);
         return new Pages(MemorySegment.ofArray(k), MemorySegment.ofArray(v));
+    }
+
+    /** The C kernel's number for an element kind (FA_F32, FA_F16, FA_Q8_0, FA_Q4_0 in forkpoint_attention.c). */
+    static int kind(KvElementType type) {
+        return switch (type) {
+            case F32 -> 0;
+            case F16 -> 1;
+            case Q8_0 -> 2;
+            case Q4_0 -> 3;
+        };
     }
 
     private static long checked(MemorySegment slab, long bytes) {

@@ -43,7 +43,7 @@ final class NativeKernels {
     /**
      * The attention kernel ({@code forkpoint_attention.c}): void fp_attn(const float* q, const int32_t* rows,
      * const int32_t* lengths, int32_t count, const int64_t* kpages, const int64_t* vpages, int32_t page_tokens,
-     * int32_t f16, int32_t heads, int32_t kv_heads, int32_t head_dim, float scale, int32_t b0, int32_t b1,
+     * int32_t kind, int32_t heads, int32_t kv_heads, int32_t head_dim, float scale, int32_t b0, int32_t b1,
      * float* partials, const int32_t* part_off, int32_t block_stride, float* out, float* scratch).
      */
     private static final FunctionDescriptor ATTN = FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS,
@@ -238,13 +238,14 @@ final class NativeKernels {
     /**
      * One call of the attention kernel (see {@code forkpoint_attention.c} and {@link NativeAttention}, which checks
      * every argument: the C code trusts them). {@code partials} null: fold blocks [b0, b1) and write the rows' results
-     * into {@code out}; else write each block's partial there.
+     * into {@code out}; else write each block's partial there. {@code kvKind}: the stored rows' element kind
+     * ({@link NativeAttention#kind}).
      */
     void attention(MemorySegment q, MemorySegment rows, MemorySegment lengths, int count, MemorySegment kPages, MemorySegment vPages,
-                   int pageTokens, boolean f16, int heads, int kvHeads, int headDim, float scale, int b0, int b1,
+                   int pageTokens, int kvKind, int heads, int kvHeads, int headDim, float scale, int b0, int b1,
                    MemorySegment partials, MemorySegment partOffsets, int blockStride, MemorySegment out, MemorySegment scratch) {
         try {
-            attn.invokeExact(q, rows, lengths, count, kPages, vPages, pageTokens, f16 ? 1 : 0, heads, kvHeads, headDim, scale, b0, b1,
+            attn.invokeExact(q, rows, lengths, count, kPages, vPages, pageTokens, kvKind, heads, kvHeads, headDim, scale, b0, b1,
                     partials, partOffsets, blockStride, out, scratch);
         } catch (RuntimeException | Error e) {
             throw e;

@@ -1,6 +1,7 @@
 package dev.forkpoint.backend.cpu;
 
 import dev.forkpoint.kvcache.KvElementType;
+import dev.forkpoint.kvcache.KvRowCodec;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -20,7 +21,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 /**
  * The blocked grouped-query attention against a float64 softmax written from the definition, over pages laid out as
  * the KV pool lays them out; and its invariants: a row's result is the same bit for bit alone or batched, on one
- * thread or many (the parallel-blocks path), F32 and F16 pages alike.
+ * thread or many (the parallel-blocks path), F32, F16, Q8_0 and Q4_0 pages alike (quantised pages against float64 over
+ * the values they read back as, the same bound).
  */
 class CpuAttentionTest {
     static final WorkerPool ONE = new WorkerPool(1), MANY = new WorkerPool(8);
@@ -42,13 +44,18 @@ class CpuAttentionTest {
                 Arguments.of(32, 8, 64, 1000, KvElementType.F32),
                 Arguments.of(32, 8, 64, 1000, KvElementType.F16),
                 Arguments.of(12, 4, 72, 2050, KvElementType.F32),   // a head size that is no multiple of the vector width
-                Arguments.of(16, 2, 128, 700, KvElementType.F16));
+                Arguments.of(16, 2, 128, 700, KvElementType.F16),
+                Arguments.of(8, 2, 64, 257, KvElementType.Q8_0),     // quantised: against float64 over the values read back
+                Arguments.of(32, 8, 64, 1000, KvElementType.Q4_0),
+                Arguments.of(16, 2, 128, 700, KvElementType.Q8_0),
+                Arguments.of(4, 4, 32, 1, KvElementType.Q4_0));
     }
 
     /** K/V of {@code len} positions in pages of pageTokens rows of kvDim elements, and the floats they hold. */
     record Pages(CpuAttention.Keys keys, float[] k, float[] v) {}
 
     static Pages pages(SplittableRandom r, int len, int kvDim, int pageTokens, KvElementType type) {
+        if (type.quantised()) return quantisedPages(r, len, kvDim, pageTokens, type, ARENA, null, null);
         int pages = (len + pageTokens - 1) / pageTokens;
         int bytes = type == KvElementType.F16 ? 2 : 4;
         MemorySegment[] ks = new MemorySegment[pages], vs = new MemorySegment[pages];
@@ -194,6 +201,38 @@ class CpuAttentionTest {
                 }
             }
         }
+    }
+
+    /**
+     * Q8_0 / Q4_0 pages of {@code len} random rows (K in [−2, 2], V in [−1, 1]) stored as the pool stores them
+     * ({@link KvRowCodec#store}); the Pages' floats are the values they read back as (the codec's reading is checked
+     * against a decoding by hand in kv-cache's KvRowCodecTest). The rows before quantisation go to {@code originalK},
+     * {@code originalV} when given.
+     */
+    static Pages quantisedPages(SplittableRandom r, int len, int kvDim, int pageTokens, KvElementType type, Arena arena,
+                                float[] originalK, float[] originalV) {
+        int pages = (len + pageTokens - 1) / pageTokens;
+        long rowBytes = type.rowBytes(kvDim);
+        MemorySegment[] ks = new MemorySegment[pages], vs = new MemorySegment[pages];
+        for (int p = 0; p < pages; p++) {
+            ks[p] = arena.allocate(pageTokens * rowBytes, 64);
+            vs[p] = arena.allocate(pageTokens * rowBytes, 64);
+        }
+        float[] k = new float[len * kvDim], v = new float[len * kvDim], kRow = new float[kvDim], vRow = new float[kvDim];
+        for (int p = 0; p < len; p++) {
+            for (int i = 0; i < kvDim; i++) {
+                kRow[i] = (float) (r.nextDouble() * 4 - 2);
+                vRow[i] = (float) (r.nextDouble() * 2 - 1);
+            }
+            if (originalK != null) System.arraycopy(kRow, 0, originalK, p * kvDim, kvDim);
+            if (originalV != null) System.arraycopy(vRow, 0, originalV, p * kvDim, kvDim);
+            long at = (p % pageTokens) * rowBytes;
+            KvRowCodec.store(type, kRow, 0, kvDim, ks[p / pageTokens], at);
+            KvRowCodec.store(type, vRow, 0, kvDim, vs[p / pageTokens], at);
+            KvRowCodec.load(type, ks[p / pageTokens], at, k, p * kvDim, kvDim);
+            KvRowCodec.load(type, vs[p / pageTokens], at, v, p * kvDim, kvDim);
+        }
+        return new Pages(new CpuAttention.Keys(ks, vs, pageTokens, type), k, v);
     }
 
     /** {@code base}'s pages (the same slabs) for positions below {@code at} (a page boundary), then {@code tail}'s, to len. */

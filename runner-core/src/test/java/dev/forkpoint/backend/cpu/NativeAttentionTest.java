@@ -21,7 +21,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * The native attention kernel ({@code forkpoint_attention.c}), for every instruction-set variant this machine runs
  * (the others skipped with a line), against the Java {@link CpuAttention} and a float64 softmax written from the
- * definition, over pages laid out as the KV pool lays them out: F32 and F16 pages, head sizes 16 … 256 (64, 128 and
+ * definition, over pages laid out as the KV pool lays them out: F32, F16, Q8_0 and Q4_0 pages (quantised ones against
+ * float64 over the values they read back as), head sizes 16 … 256 (64, 128 and
  * the ragged 72 and 40), GQA groups 1 … 8, lengths 1 … 2,100 crossing page (16 and 96 positions) and block (128)
  * boundaries, decode rows and prefill tiles. Bound: |native − float64| ≤ 2·10⁻⁵ and |native − Java| ≤ 3·10⁻⁵ for
  * outputs of size ≤ 1 (float32 sums of up to 2,100 terms). Invariance, bit for bit in native: a row alone (its blocks
@@ -60,6 +61,11 @@ class NativeAttentionTest {
                 {4, 2, 256, 513, 96, KvElementType.F32},
                 {4, 1, 256, 384, 16, KvElementType.F16},
                 {1, 1, 64, 2100, 16, KvElementType.F32},     // the long-context shape
+                {8, 2, 64, 129, 96, KvElementType.Q8_0},     // quantised: converted in the kernel, then read as F32
+                {32, 8, 64, 1000, 16, KvElementType.Q4_0},
+                {16, 2, 128, 2100, 16, KvElementType.Q8_0},
+                {4, 1, 256, 384, 16, KvElementType.Q4_0},
+                {6, 6, 32, 257, 16, KvElementType.Q8_0},     // one block per head
         };
         List<Arguments> out = new ArrayList<>();
         for (NativeKernels.Variant v : NativeKernels.Variant.values()) {
@@ -183,10 +189,17 @@ class NativeAttentionTest {
         assertThrows(IllegalArgumentException.class, () -> nat.attend(q, new CpuAttention.Keys[] {kv.keys()}, new int[] {49}, out, ONE));
         assertThrows(IllegalArgumentException.class, () -> nat.attend(q, new CpuAttention.Keys[] {kv.keys()}, new int[] {0}, out, ONE));
         nat.attend(q, new CpuAttention.Keys[] {kv.keys()}, new int[] {48}, out, ONE);   // the last position of the last page
+        // quantised rows whose heads (of 16) are not whole blocks of 32: refused, though the row (2 × 16) is one block
+        CpuAttentionTest.Pages q8 = pages(new SplittableRandom(2), 16, 32, 16, KvElementType.Q8_0);
+        CpuAttention split = new CpuAttention(2, 2, 16, k);
+        var e = assertThrows(IllegalArgumentException.class, () -> split.attend(new float[32], new CpuAttention.Keys[] {q8.keys()}, new int[] {16},
+                new float[32], ONE));
+        assertTrue(e.getMessage().contains("q8_0") && e.getMessage().contains("head dim 16"), e.getMessage());
     }
 
     /** K/V pages as CpuAttentionTest lays them out, in memory of this class's own (that test closes its arena). */
     static CpuAttentionTest.Pages pages(SplittableRandom r, int len, int kvDim, int pageTokens, KvElementType type) {
+        if (type.quantised()) return CpuAttentionTest.quantisedPages(r, len, kvDim, pageTokens, type, java.lang.foreign.Arena.ofAuto(), null, null);
         int pages = (len + pageTokens - 1) / pageTokens;
         int bytes = type == KvElementType.F16 ? 2 : 4;
         java.lang.foreign.MemorySegment[] ks = new java.lang.foreign.MemorySegment[pages], vs = new java.lang.foreign.MemorySegment[pages];
