@@ -19,7 +19,8 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * Builds the native kernels' library from their C sources ({@code native/cpu/*.c}, on the class path)
- * with the system C compiler, once per source and compiler: the library is kept in Forkpoint's cache under a name
+ * with the system C compiler, once per source and compiler (each C file compiled to an object by a compiler process of
+ * its own, all at once, then linked): the library is kept in Forkpoint's cache under a name
  * that is the hash of both ({@code native/<hash>/libforkpoint-kernels.so}). Each build writes its sources and output in
  * a folder of its own ({@code build-*}, removed afterwards; one a killed JVM left is removed by a later build) and
  * renames the library into place, so that concurrent JVMs and killed builds never leave a half-written library under
@@ -59,7 +60,7 @@ final class NativeBuild {
         }
         String version = run(List.of(compiler.get(), "--version"), 20).orElse("?");
         List<String> flags = flags();
-        Path dir = cache.resolve("native").resolve(hash(sources + "\n" + compiler.get() + "\n" + version + "\n" + flags));
+        Path dir = cache.resolve("native").resolve(hash(sources + "\n" + compiler.get() + "\n" + version + "\n" + flags + "\n" + LINK));
         Path library = dir.resolve(libraryName());
         if (Files.isRegularFile(library)) return new Outcome.Built(library, compiler.get());
         Path work = null;
@@ -69,20 +70,15 @@ final class NativeBuild {
             // each build writes its sources and its output in a folder of its own, so that concurrent JVMs never
             // compile a half-written source of another, and a killed build leaves only that folder behind
             work = Files.createTempDirectory(dir, BUILD_PREFIX);
-            List<String> files = new ArrayList<>();
+            List<Path> files = new ArrayList<>();
             for (var e : sources.entrySet()) {
                 Path c = work.resolve(e.getKey());
                 Files.writeString(c, e.getValue());
-                if (e.getKey().endsWith(".c")) files.add(c.toString());
+                if (e.getKey().endsWith(".c")) files.add(c);
             }
             Path output = work.resolve(libraryName());
-            List<String> command = new ArrayList<>();
-            command.add(compiler.get());
-            command.addAll(flags);
-            command.addAll(List.of("-o", output.toString()));
-            command.addAll(files);
             StringBuilder log = new StringBuilder();
-            if (!succeeds(command, log)) {
+            if (!compileAll(compiler.get(), flags, files, log) || !succeeds(link(compiler.get(), files, output), log)) {
                 return new Outcome.Unavailable(compiler.get() + " could not build the kernels: " + log.toString().strip());
             }
             try {
@@ -147,11 +143,68 @@ final class NativeBuild {
         return Optional.empty();
     }
 
+    /** The flags each source is compiled with (the library is linked from the objects with {@link #link}). */
     private static List<String> flags() {
-        List<String> f = new ArrayList<>(List.of("-O3", "-std=c11", "-fPIC", "-fvisibility=hidden"));
-        f.add(mac() ? "-dynamiclib" : "-shared");
-        return f;
+        return List.of("-O3", "-std=c11", "-fPIC", "-fvisibility=hidden");
     }
+
+    /**
+     * Compiles every source to an object beside it, all at once (the sources are independent; on a machine with
+     * several cores the first start waits for the largest file, not for their sum). Each compiler's output goes to a
+     * file of its own, read into {@code log} when it fails.
+     */
+    private static boolean compileAll(String compiler, List<String> flags, List<Path> sources, StringBuilder log) {
+        List<Process> running = new ArrayList<>();
+        List<Path> logs = new ArrayList<>();
+        boolean ok = true;
+        try {
+            for (Path c : sources) {
+                List<String> command = new ArrayList<>(List.of(compiler));
+                command.addAll(flags);
+                command.addAll(List.of("-c", "-o", object(c).toString(), c.toString()));
+                Path out = c.resolveSibling(c.getFileName() + ".log");
+                logs.add(out);
+                running.add(new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(out.toFile()).start());
+            }
+            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(COMPILE_SECONDS);
+            for (int i = 0; i < running.size(); i++) {
+                Process p = running.get(i);
+                if (!p.waitFor(Math.max(0, until - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+                    log.append(sources.get(i).getFileName()).append(": timed out after ").append(COMPILE_SECONDS).append(" s\n");
+                    ok = false;
+                } else if (p.exitValue() != 0) {
+                    log.append(Files.readString(logs.get(i)));
+                    ok = false;
+                }
+            }
+            return ok;
+        } catch (IOException e) {
+            log.append(e.getMessage());
+            return false;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            log.append("interrupted");
+            return false;
+        } finally {
+            for (Process p : running) if (p.isAlive()) p.destroyForcibly();
+        }
+    }
+
+    private static List<String> link(String compiler, List<Path> sources, Path output) {
+        List<String> command = new ArrayList<>(List.of(compiler, LINK, "-o", output.toString()));
+        for (Path c : sources) command.add(object(c).toString());
+        return command;
+    }
+
+    private static Path object(Path source) {
+        String name = source.getFileName().toString();
+        return source.resolveSibling(name.substring(0, name.length() - 2) + ".o");
+    }
+
+    /** How long the compilers of one build may take together. */
+    private static final int COMPILE_SECONDS = 300;
+    /** The link step's kind (part of the cache key with the compile flags). */
+    private static final String LINK = mac() ? "-dynamiclib" : "-shared";
 
     static String libraryName() {
         return mac() ? "libforkpoint-kernels.dylib" : "libforkpoint-kernels.so";
