@@ -3,6 +3,7 @@ package dev.forkpoint.convert;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.forkpoint.InvalidInputException;
 import dev.forkpoint.format.ModelFormatException;
+import dev.forkpoint.format.hf.HfConfig;
 import dev.forkpoint.format.hf.MlxModuleQuantization;
 import dev.forkpoint.format.gguf.MetadataValue;
 import dev.forkpoint.format.safetensors.SafetensorsDtype;
@@ -90,8 +91,9 @@ final class FolderSource implements SourceModel {
     }
 
     static FolderSource open(Path folder) throws IOException {
-        ConfigJson config = ConfigJson.read(folder);
-        JsonNode quantization = ConfigJson.quantization(folder);
+        HfConfig hf = ConfigJson.readHf(folder);
+        ConfigJson config = ConfigJson.fromHf(hf);
+        JsonNode quantization = hf.quantization();
         if (!SafetensorsShards.present(folder)) {
             throw new ModelFormatException(folder, "weights", "no model.safetensors, model.safetensors.index.json or *.safetensors file in the folder");
         }

@@ -24,8 +24,8 @@ import java.util.stream.IntStream;
 
 /**
  * Writes a GGUF file from a model seen in Hugging Face terms, as llama.cpp's {@code convert_hf_to_gguf} lays it out:
- * architecture metadata under its prefix, {@code tokenizer.ggml.*}, GGUF tensor names and GGML shapes, Llama's q/k
- * rows (and biases) permuted into llama.cpp's order, {@code rope_freqs.weight} for Llama 3 rope scaling.
+ * architecture metadata under its prefix, {@code tokenizer.ggml.*}, GGUF tensor names and GGML shapes, q/k rows (and
+ * biases) in the order the architecture's GGUF files keep them ({@link ConfigJson#ggufRowOrder}: Llama's interleaved), {@code rope_freqs.weight} for Llama 3 rope scaling.
  * Matrices become the target type (F32, F16 or Q8_0; a matrix whose rows do not divide into Q8_0 blocks becomes F16),
  * one-dimensional weights F32. Converted data goes through a memory-mapped scratch file beside the output.
  */
@@ -57,8 +57,7 @@ final class GgufOut {
             }
             long[] shape = new long[t.shape().length];
             for (int i = 0; i < shape.length; i++) shape[i] = t.shape()[shape.length - 1 - i];
-            int heads = t.name().contains(".q_proj.") ? c.heads() : t.name().contains(".k_proj.") ? c.kvHeads() : 0;
-            int[] perm = c.permutesQk() && heads > 0 ? HfTensorNames.llamaRowPermutation(heads, c.headDim()) : null;
+            int[] perm = c.ggufRowOrder(t.name());
             plan.add(new Planned(name, type, shape, t, t.isMatrix() ? perm : null, t.isMatrix() ? null : perm));
         }
 

@@ -18,8 +18,8 @@ import java.util.Map;
 
 /**
  * A GGUF model seen as Hugging Face weights: names mapped by {@link HfTensorNames}, GGML shapes reversed to
- * row-major, block-quantised rows dequantised, and Llama's q/k rows (and biases) put back from llama.cpp's
- * interleaved order into Hugging Face's half-split order.
+ * row-major, block-quantised rows dequantised, and q/k rows (and biases) that the architecture's GGUF files store in
+ * another order ({@link ConfigJson#ggufRowOrder}: Llama's interleaved pairs) put back into Hugging Face's order.
  */
 final class GgufSource implements SourceModel {
     private final GgufFile file;
@@ -64,9 +64,8 @@ final class GgufSource implements SourceModel {
         int cols = t.rowLength();
         long rowBytes = t.type().bytesFor(cols);
         SourceTensor.RowReader plain = (row, dst) -> Quantization.dequantize(t.type(), t.data(), row * rowBytes, dst, 0, cols);
-        int heads = hf.contains(".q_proj.") ? config.heads() : hf.contains(".k_proj.") ? config.kvHeads() : 0;
-        if (!config.permutesQk() || heads == 0) return plain;
-        int[] hfRowOf = HfTensorNames.llamaRowPermutation(heads, config.headDim());   // GGUF row i holds HF row hfRowOf[i]
+        int[] hfRowOf = config.ggufRowOrder(hf);   // GGUF row i holds HF row hfRowOf[i]
+        if (hfRowOf == null) return plain;
         int[] ggufRowOf = new int[hfRowOf.length];
         for (int i = 0; i < hfRowOf.length; i++) ggufRowOf[hfRowOf[i]] = i;
         if (t.shape().length == 1) {   // a bias: its elements are in row order
