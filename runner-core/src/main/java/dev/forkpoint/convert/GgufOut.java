@@ -3,6 +3,7 @@ package dev.forkpoint.convert;
 import dev.forkpoint.format.gguf.GgufWriter;
 import dev.forkpoint.format.gguf.MetadataValue;
 import dev.forkpoint.format.hf.HfTensorNames;
+import dev.forkpoint.model.TensorRows;
 import dev.forkpoint.tensor.GgmlType;
 import dev.forkpoint.tensor.Quantization;
 
@@ -38,13 +39,13 @@ final class GgufOut {
     /** What was written: matrices that could not take the target type and the type they got. */
     record Result(List<String> fallbacks, long bytes) {}
 
-    private record Planned(String name, GgmlType type, long[] ggmlShape, SourceTensor source, int[] rowOf, int[] elementOf) {}
+    private record Planned(String name, GgmlType type, long[] ggmlShape, TensorRows source, int[] rowOf, int[] elementOf) {}
 
     static Result write(SourceModel src, Path output, GgmlType target, BiConsumer<Integer, Integer> progress) throws IOException {
         ConfigJson c = src.config();
         List<Planned> plan = new ArrayList<>();
         List<String> fallbacks = new ArrayList<>();
-        for (SourceTensor t : src.tensors()) {
+        for (TensorRows t : src.tensors()) {
             String name = HfTensorNames.toGguf(t.name()).orElseThrow(() -> new dev.forkpoint.format.ModelFormatException(
                     src.path(), "tensor " + t.name(), "has no GGUF equivalent; cannot convert it"));
             GgmlType type = GgmlType.F32;
@@ -99,7 +100,7 @@ final class GgufOut {
     }
 
     private static void fill(Planned p, MemorySegment dst) {
-        SourceTensor t = p.source;
+        TensorRows t = p.source;
         int cols = t.cols();
         long rowBytes = p.type.bytesFor(cols);
         if (p.elementOf != null) {   // a permuted bias: element i of the GGUF vector is HF element elementOf[i]

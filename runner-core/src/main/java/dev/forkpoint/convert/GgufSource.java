@@ -5,6 +5,7 @@ import dev.forkpoint.format.gguf.GgufFile;
 import dev.forkpoint.format.gguf.GgufTensor;
 import dev.forkpoint.format.gguf.MetadataValue;
 import dev.forkpoint.format.hf.HfTensorNames;
+import dev.forkpoint.model.TensorRows;
 import dev.forkpoint.tensor.GgmlType;
 import dev.forkpoint.tensor.Quantization;
 
@@ -24,7 +25,7 @@ import java.util.Map;
 final class GgufSource implements SourceModel {
     private final GgufFile file;
     private final ConfigJson config;
-    private final List<SourceTensor> tensors = new ArrayList<>();
+    private final List<TensorRows> tensors = new ArrayList<>();
 
     private GgufSource(GgufFile file) {
         this.file = file;
@@ -46,7 +47,7 @@ final class GgufSource implements SourceModel {
                         + " (row-major) does not match the metadata, which implies " + Arrays.toString(expected));
             }
             GgmlType floatType = t.type() == GgmlType.F32 || t.type() == GgmlType.F16 || t.type() == GgmlType.BF16 ? t.type() : null;
-            tensors.add(new SourceTensor(hf, shape, floatType, file.path() + ": " + t.name(), reader(t, hf)));
+            tensors.add(new TensorRows(hf, shape, floatType, file.path() + ": " + t.name(), reader(t, hf)));
         }
     }
 
@@ -60,10 +61,10 @@ final class GgufSource implements SourceModel {
         }
     }
 
-    private SourceTensor.RowReader reader(GgufTensor t, String hf) {
+    private TensorRows.RowReader reader(GgufTensor t, String hf) {
         int cols = t.rowLength();
         long rowBytes = t.type().bytesFor(cols);
-        SourceTensor.RowReader plain = (row, dst) -> Quantization.dequantize(t.type(), t.data(), row * rowBytes, dst, 0, cols);
+        TensorRows.RowReader plain = (row, dst) -> Quantization.dequantize(t.type(), t.data(), row * rowBytes, dst, 0, cols);
         int[] hfRowOf = config.ggufRowOrder(hf);   // GGUF row i holds HF row hfRowOf[i]
         if (hfRowOf == null) return plain;
         int[] ggufRowOf = new int[hfRowOf.length];
@@ -82,7 +83,7 @@ final class GgufSource implements SourceModel {
 
     @Override public ConfigJson config() { return config; }
 
-    @Override public List<SourceTensor> tensors() { return tensors; }
+    @Override public List<TensorRows> tensors() { return tensors; }
 
     @Override
     public void writeTokenizerFiles(Path folder) throws IOException {
