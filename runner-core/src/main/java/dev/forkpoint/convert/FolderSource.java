@@ -9,6 +9,7 @@ import dev.forkpoint.format.safetensors.SafetensorsShards;
 import dev.forkpoint.format.safetensors.SafetensorsTensor;
 import dev.forkpoint.model.SafetensorsTensors;
 import dev.forkpoint.model.TensorRows;
+import dev.forkpoint.tokenizer.GgufTokenizerMetadata;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -113,7 +114,7 @@ final class FolderSource implements SourceModel {
     @Override
     public Map<String, MetadataValue> tokenizerMetadata() throws IOException {
         requireTokenizer();
-        return TokenizerMetadata.fromFolder(folder, config);
+        return GgufTokenizerMetadata.fromFolder(folder, config.vocabSize(), config.bosTokenId(), config.eosTokenIds());
     }
 
     private void requireTokenizer() {

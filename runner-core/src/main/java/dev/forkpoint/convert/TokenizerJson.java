@@ -298,11 +298,6 @@ final class TokenizerJson {
         return c;
     }
 
-    /** Reads a JSON file of a folder, naming the file on failure. */
-    static com.fasterxml.jackson.databind.JsonNode readJson(Path file) throws IOException {
-        return dev.forkpoint.format.JsonFile.read(file, file.getFileName().toString());
-    }
-
     static boolean exists(Path folder) {
         return Files.isRegularFile(folder.resolve(TOKENIZER));
     }
