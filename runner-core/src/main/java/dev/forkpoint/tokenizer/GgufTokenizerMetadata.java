@@ -158,10 +158,11 @@ public final class GgufTokenizerMetadata {
         List<String> regexes = b.splitRegexes;
         String regex = regexes.isEmpty() ? null : regexes.getLast();
         if (regex == null && byteLevelRegex) return "gpt-2";
-        if (regexes.equals(PreTokenizer.DEFAULT)) return "default";
-        String norm = regex == null ? "" : regex.replace("(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])", "(?i:'s|'t|'re|'ve|'m|'ll|'d)");
-        if (norm.equals(TokenizerFiles.LLAMA3_PATTERN)) return "llama-bpe";
-        if (norm.equals(TokenizerFiles.QWEN2_PATTERN)) return "qwen2";
+        if (regexes.equals(HfPreTokenization.forGgufName("default").orElseThrow().splitExpressions())) return "default";
+        List<String> last = regex == null ? List.of() : List.of(HfPreTokenization.hfSpelling(regex));
+        for (String name : List.of("llama-bpe", "qwen2")) {
+            if (last.equals(HfPreTokenization.forGgufName(name).orElseThrow().splitExpressions())) return name;
+        }
         throw new ModelFormatException(file, "pre_tokenizer", "the byte-level pre-tokenizer " + (regex == null ? "without a Split expression" : "regex " + regex)
                 + " matches no pre-tokenizer Forkpoint knows (default, gpt-2, llama-bpe, qwen2)");
     }
