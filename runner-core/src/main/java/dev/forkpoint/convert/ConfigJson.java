@@ -8,6 +8,7 @@ import dev.forkpoint.format.gguf.GgufFile;
 import dev.forkpoint.format.gguf.MetadataValue;
 import dev.forkpoint.format.JsonFile;
 import dev.forkpoint.format.hf.HfConfig;
+import dev.forkpoint.format.hf.HfTensorNames;
 import dev.forkpoint.model.Architecture;
 import dev.forkpoint.model.Architectures;
 import dev.forkpoint.model.HfLayout;
@@ -94,7 +95,7 @@ public record ConfigJson(String modelType, int hiddenSize, int layers, int heads
     }
 
     /** The name as the shape checks see it (a hybrid's language-model prefix replaced by {@code model.}). */
-    String canonicalName(String name) { return hybrid == null ? name : HybridConfig.canonical(name); }
+    String canonicalName(String name) { return hybrid == null ? name : HfTensorNames.canonical(name); }
 
     /** Llama 3's {@code rope_scaling} ({@code rope_type: "llama3"}). */
     public record RopeScaling(double factor, double lowFreqFactor, double highFreqFactor, int originalContext) {
@@ -196,6 +197,11 @@ public record ConfigJson(String modelType, int hiddenSize, int layers, int heads
         if (bosTokenId >= 0) o.put("bos_token_id", bosTokenId);
         if (eosTokenIds.size() == 1) o.put("eos_token_id", eosTokenIds.getFirst());
         else if (!eosTokenIds.isEmpty()) eosTokenIds.forEach(o.withArray("eos_token_id")::add);
+        return withQuantization(o, quantization);
+    }
+
+    /** {@code o} with {@code quantization} and mlx-lm's copy {@code quantization_config}, when non-null. */
+    static ObjectNode withQuantization(ObjectNode o, ObjectNode quantization) {
         if (quantization != null) {
             o.set("quantization", quantization);
             o.set("quantization_config", quantization.deepCopy());
@@ -314,7 +320,7 @@ public record ConfigJson(String modelType, int hiddenSize, int layers, int heads
     String missingTensor(java.util.Set<String> present) {
         if (hybrid != null) {
             java.util.Set<String> canonical = new java.util.HashSet<>();
-            present.forEach(n -> canonical.add(HybridConfig.canonical(n)));
+            present.forEach(n -> canonical.add(HfTensorNames.canonical(n)));
             return hybrid.missing(canonical);
         }
         for (String required : requiredTensors()) if (!present.contains(required)) return required;

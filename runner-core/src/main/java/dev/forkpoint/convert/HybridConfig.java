@@ -1,6 +1,7 @@
 package dev.forkpoint.convert;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.forkpoint.format.hf.HfTensorNames;
 import dev.forkpoint.model.Experts;
 import dev.forkpoint.model.LinearAttention;
 import dev.forkpoint.model.ModelConfig;
@@ -17,7 +18,7 @@ import java.util.regex.Pattern;
  * ({@code text_config}, or the top level when there is none, as mlx-lm allows), to check every weight's shape; and
  * the source JSON itself, which an MLX folder keeps unchanged but for the {@code quantization} block.
  *
- * <p>Names are compared in a canonical form ({@link #canonical}): the language model's prefixes of a vision-language
+ * <p>Names are compared in a canonical form ({@link HfTensorNames#canonical}): the language model's prefixes of a vision-language
  * checkpoint ({@code model.language_model.}, mlx-lm's {@code language_model.model.}) become {@code model.}.
  *
  * @param source the config.json as read (never modified)
@@ -27,23 +28,11 @@ record HybridConfig(ObjectNode source, boolean moe, int hidden, int layers, int 
                     int valueDim, int convKernel, boolean[] linear, int experts, int expertIntermediate, int sharedIntermediate,
                     boolean tied) {
 
-    /** Prefixes of the language model inside a vision-language checkpoint (HF, mlx-lm) and what they stand for. */
-    private static final String[][] PREFIXES = {
-            {"model.language_model.", "model."},
-            {"language_model.model.", "model."},
-            {"language_model.lm_head.", "lm_head."},
-    };
     private static final Pattern LAYER = Pattern.compile("model\\.layers\\.(\\d+)\\.(.+)");
-
-    /** The name with the language model's prefix replaced by {@code model.} ({@code lm_head.} for the output). */
-    static String canonical(String name) {
-        for (String[] p : PREFIXES) if (name.startsWith(p[0])) return p[1] + name.substring(p[0].length());
-        return name;
-    }
 
     /** mlx-lm's module path for a module named {@code module} in the folder ({@code language_model.model.…}). */
     static String mlxLmPath(String module) {
-        String c = canonical(module);
+        String c = HfTensorNames.canonical(module);
         if (c.startsWith("model.")) return "language_model." + c;
         if (c.equals("lm_head") || c.startsWith("lm_head.")) return "language_model." + c;
         return c;
@@ -73,11 +62,7 @@ record HybridConfig(ObjectNode source, boolean moe, int hidden, int layers, int 
         ObjectNode o = source.deepCopy();
         o.remove("quantization");
         o.remove("quantization_config");
-        if (quantization != null) {
-            o.set("quantization", quantization);
-            o.set("quantization_config", quantization.deepCopy());
-        }
-        return o;
+        return ConfigJson.withQuantization(o, quantization);
     }
 
     private int convChannels() { return 2 * keyHeads * keyDim + valueHeads * valueDim; }
@@ -87,7 +72,7 @@ record HybridConfig(ObjectNode source, boolean moe, int hidden, int layers, int 
      * Hugging Face checkpoints, [C, K, 1] in mlx-lm's), or an empty list for names it says nothing about.
      */
     List<long[]> allowedShapes(String name) {
-        String n = canonical(name);
+        String n = HfTensorNames.canonical(name);
         long h = hidden;
         switch (n) {
             case "model.embed_tokens.weight", "lm_head.weight" -> { return List.<long[]>of(new long[]{vocab, h}); }
