@@ -3,6 +3,7 @@ package dev.forkpoint.convert;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.forkpoint.backend.Rope;
 import dev.forkpoint.format.ModelFormatException;
 import dev.forkpoint.format.gguf.GgufFile;
 import dev.forkpoint.format.gguf.MetadataValue;
@@ -11,6 +12,7 @@ import dev.forkpoint.format.hf.HfConfig;
 import dev.forkpoint.format.hf.HfTensorNames;
 import dev.forkpoint.model.Architecture;
 import dev.forkpoint.model.Architectures;
+import dev.forkpoint.model.ExpectedWeight;
 import dev.forkpoint.model.HfLayout;
 import dev.forkpoint.model.ModelConfig;
 
@@ -287,32 +289,36 @@ public record ConfigJson(String modelType, int hiddenSize, int layers, int heads
         return m;
     }
 
-    /**
-     * The row-major shape config.json implies for a Hugging Face weight name, or null for names it says nothing about.
-     */
-    long[] expectedShape(String name) {
-        if (hybrid != null) throw new IllegalStateException("a hybrid's shapes come from allowedShapes");
-        String n = name.replaceFirst("^model\\.layers\\.\\d+\\.", "");
-        long q = (long) heads * headDim, kv = (long) kvHeads * headDim;
-        return switch (n) {
-            case "model.embed_tokens.weight", "lm_head.weight" -> new long[]{vocabSize, hiddenSize};
-            case "model.norm.weight", "input_layernorm.weight", "post_attention_layernorm.weight" -> new long[]{hiddenSize};
-            case "self_attn.q_proj.weight" -> new long[]{q, hiddenSize};
-            case "self_attn.k_proj.weight", "self_attn.v_proj.weight" -> new long[]{kv, hiddenSize};
-            case "self_attn.o_proj.weight" -> new long[]{hiddenSize, q};
-            case "self_attn.q_proj.bias" -> new long[]{q};
-            case "self_attn.k_proj.bias", "self_attn.v_proj.bias" -> new long[]{kv};
-            case "self_attn.q_norm.weight", "self_attn.k_norm.weight" -> new long[]{headDim};
-            case "mlp.gate_proj.weight", "mlp.up_proj.weight" -> new long[]{intermediateSize, hiddenSize};
-            case "mlp.down_proj.weight" -> new long[]{hiddenSize, intermediateSize};
-            default -> null;
-        };
+    /** The weights of this dense model as the loader expects them ({@link HfLayout#denseWeights}), in its order. */
+    private List<ExpectedWeight> denseWeights() {
+        var config = new ModelConfig(spec().name(), hiddenSize, layers, heads, kvHeads, headDim, intermediateSize, vocabSize,
+                maxPositionEmbeddings, rmsNormEps, new Rope(headDim, ropeTheta, spec().ggufNeoxRope(), null));
+        return layout().denseWeights(config);
     }
 
-    /** The shapes config.json allows for a weight; empty for names it says nothing about. */
-    List<long[]> allowedShapes(String name) {
+    /**
+     * The row-major shape of every weight this dense model may have, by Hugging Face name: the loader's list
+     * ({@link HfLayout#denseWeights}) with its shapes reversed; null for a hybrid (see {@link #allowedShapes}).
+     * Sized by the layer count: built once per model, after the layers are known to be there.
+     */
+    Map<String, long[]> expectedShapes() {
+        if (hybrid != null) return null;
+        Map<String, long[]> out = new LinkedHashMap<>();
+        for (ExpectedWeight w : denseWeights()) {
+            long[] shape = new long[w.shape().length];
+            for (int i = 0; i < shape.length; i++) shape[i] = w.shape()[shape.length - 1 - i];
+            out.put(HfTensorNames.toHf(w.name()).orElseThrow(), shape);
+        }
+        return out;
+    }
+
+    /**
+     * The shapes config.json allows for a weight ({@code expected}: {@link #expectedShapes()}); empty for names it
+     * says nothing about.
+     */
+    List<long[]> allowedShapes(String name, Map<String, long[]> expected) {
         if (hybrid != null) return hybrid.allowedShapes(name);
-        long[] s = expectedShape(name);
+        long[] s = expected.get(name);
         return s == null ? List.of() : List.<long[]>of(s);
     }
 
@@ -327,19 +333,11 @@ public record ConfigJson(String modelType, int hiddenSize, int layers, int heads
         return null;
     }
 
-    /** The Hugging Face weights every layer of this architecture must have. */
+    /** The Hugging Face weights this model must have: the loader's required ones, and the output unless tied. */
     List<String> requiredTensors() {
-        List<String> out = new java.util.ArrayList<>(List.of("model.embed_tokens.weight", "model.norm.weight"));
-        if (!tieWordEmbeddings) out.add("lm_head.weight");
-        for (int l = 0; l < layers; l++) {
-            String p = "model.layers." + l + ".";
-            for (String s : new String[]{"input_layernorm.weight", "post_attention_layernorm.weight", "self_attn.q_proj.weight",
-                    "self_attn.k_proj.weight", "self_attn.v_proj.weight", "self_attn.o_proj.weight", "mlp.gate_proj.weight",
-                    "mlp.up_proj.weight", "mlp.down_proj.weight"}) out.add(p + s);
-            if (layout().qkNorm()) { out.add(p + "self_attn.q_norm.weight"); out.add(p + "self_attn.k_norm.weight"); }
-            if (layout().qkvBias()) {
-                for (String s : new String[]{"q_proj", "k_proj", "v_proj"}) out.add(p + "self_attn." + s + ".bias");
-            }
+        List<String> out = new ArrayList<>();
+        for (ExpectedWeight w : denseWeights()) {
+            if (w.required() || (w.name().equals("output.weight") && !tieWordEmbeddings)) out.add(HfTensorNames.toHf(w.name()).orElseThrow());
         }
         return out;
     }

@@ -47,6 +47,7 @@ final class FolderSource implements SourceModel {
         this.config = config;
         this.shards = shards;
         var reader = new SafetensorsTensors(folder, shards, quantization, folder.resolve(HfConfig.FILE));
+        Map<String, long[]> expected = config.expectedShapes();
         for (SafetensorsTensor t : shards.tensors()) {
             String name = t.name();
             if (name.endsWith(".rotary_emb.inv_freq")) continue;
@@ -65,7 +66,7 @@ final class FolderSource implements SourceModel {
                         + (maxDims == 2 ? "or two" : "to " + maxDims) + " dimensions");
             }
             if (config.canonicalName(name).equals("lm_head.weight") && config.tieWordEmbeddings()) continue;   // tied: the embedding is the output
-            List<long[]> allowed = config.allowedShapes(name);
+            List<long[]> allowed = config.allowedShapes(name, expected);
             if (!allowed.isEmpty() && allowed.stream().noneMatch(a -> Arrays.equals(a, rows.shape()))) {
                 throw new ModelFormatException(t.file(), "tensor " + name, "shape " + Arrays.toString(rows.shape())
                         + " does not match config.json, which implies " + String.join(" or ", allowed.stream().map(Arrays::toString).toList()));

@@ -30,6 +30,11 @@ final class GgufSource implements SourceModel {
     private GgufSource(GgufFile file) {
         this.file = file;
         this.config = ConfigJson.fromGguf(file);
+        String lastLayer = "blk." + (config.layers() - 1) + ".attn_norm.weight";   // before sizing anything by the layer count
+        if (file.findTensor(lastLayer).isEmpty()) {
+            throw new ModelFormatException(file.path(), "tensor " + lastLayer, "missing: the model declares " + config.layers() + " layers");
+        }
+        Map<String, long[]> expectedShapes = config.expectedShapes();
         for (GgufTensor t : file.tensors()) {
             if (t.name().equals("rope_freqs.weight")) continue;   // in config.json's rope_scaling
             String hf = HfTensorNames.toHf(t.name()).orElseThrow(() -> new ModelFormatException(file.path(), "tensor " + t.name(),
@@ -41,7 +46,7 @@ final class GgufSource implements SourceModel {
             if (t.shape().length > 2) throw new ModelFormatException(file.path(), "tensor " + t.name(), "has " + t.shape().length + " dimensions; at most 2 expected");
             long[] shape = new long[t.shape().length];
             for (int i = 0; i < shape.length; i++) shape[i] = t.shape()[shape.length - 1 - i];
-            long[] expected = config.expectedShape(hf);
+            long[] expected = expectedShapes.get(hf);
             if (expected != null && !Arrays.equals(expected, shape)) {
                 throw new ModelFormatException(file.path(), "tensor " + t.name(), "shape " + Arrays.toString(shape)
                         + " (row-major) does not match the metadata, which implies " + Arrays.toString(expected));

@@ -13,6 +13,15 @@ package dev.forkpoint.model;
  */
 public record HfLayout(String architectureClass, boolean qkvBias, boolean qkNorm, boolean hybrid) {
 
+    /**
+     * Every weight a dense model of {@code config} may have, with its shape (the list the loader checks, in load order);
+     * a hybrid's weights are not listed here.
+     */
+    public java.util.List<ExpectedWeight> denseWeights(ModelConfig config) {
+        if (hybrid) throw new IllegalStateException("a hybrid's weights follow its layer types, not the dense list");
+        return ModelWeights.expected(config, new ModelWeights.Parts(qkvBias, qkNorm));
+    }
+
     /** A dense transformer's layout: its layers hold {@code parts} beyond the Llama core. */
     static HfLayout dense(String architectureClass, ModelWeights.Parts parts) {
         return new HfLayout(architectureClass, parts.qkvBias(), parts.qkNorm(), false);
