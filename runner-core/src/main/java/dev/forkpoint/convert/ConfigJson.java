@@ -3,51 +3,55 @@ package dev.forkpoint.convert;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.forkpoint.backend.Rope;
 import dev.forkpoint.format.ModelFormatException;
 import dev.forkpoint.format.gguf.GgufFile;
 import dev.forkpoint.format.gguf.MetadataValue;
+import dev.forkpoint.format.JsonFile;
+import dev.forkpoint.format.hf.HfConfig;
+import dev.forkpoint.format.hf.HfTensorNames;
+import dev.forkpoint.model.Architecture;
+import dev.forkpoint.model.Architectures;
+import dev.forkpoint.model.ExpectedWeight;
+import dev.forkpoint.model.HfLayout;
 import dev.forkpoint.model.ModelConfig;
 
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.TreeSet;
 
 /**
- * A decoder's hyper-parameters in Hugging Face {@code config.json} terms (Llama, Qwen2, Qwen3), and their mapping
- * to and from GGUF metadata as llama.cpp's converter writes it. The mapping is the converter's own (independent of
- * the loader's) so that round-trip tests catch any disagreement.
+ * A decoder's hyper-parameters in Hugging Face {@code config.json} terms, and their mapping to GGUF metadata as
+ * llama.cpp's converter writes it. They are read with the loader's readers ({@link HfConfig} and
+ * {@link ModelConfig#fromHf} for a folder, {@link ModelConfig#fromGguf} for a GGUF file); what differs between
+ * architectures (config.json's architecture class, attention biases, q/k norms, GGUF's q/k row order, hybrid or not)
+ * comes from the architecture's spec ({@link Architecture.Spec#hfLayout()}), never from comparing names here.
  *
- * @param modelType   "llama", "qwen2" or "qwen3"
+ * <p>Invariant: {@code modelType} names an architecture the converter handles (its spec has an {@link HfLayout}).
+ *
+ * @param modelType   Hugging Face's model_type ("llama", "qwen2", "qwen3", "qwen3_5", "qwen3_5_moe")
  * @param ropeScaling Llama 3 rope scaling, or null
  * @param bosTokenId  BOS id, or -1
  * @param eosTokenIds EOS ids (the first is the tokenizer's EOS); may be empty
  * @param torchDtype  "float32", "float16" or "bfloat16": the dtype of the unquantised weights
- * @param hybrid      for the Qwen3.5 hybrids ({@link #HYBRID_ARCHITECTURES}), their own sizes and source JSON; else null
+ * @param hybrid      for a hybrid ({@link HfLayout#hybrid()}: Qwen3.5), its own sizes and source JSON; else null
  */
 public record ConfigJson(String modelType, int hiddenSize, int layers, int heads, int kvHeads, int headDim,
                          int intermediateSize, int vocabSize, int maxPositionEmbeddings, float rmsNormEps,
                          double ropeTheta, RopeScaling ropeScaling, boolean tieWordEmbeddings, String torchDtype,
                          int bosTokenId, List<Integer> eosTokenIds, HybridConfig hybrid) {
 
-    static final String FILE = "config.json";
+    static final String FILE = HfConfig.FILE;
     private static final ObjectMapper JSON = new ObjectMapper();
 
-    /** The model types (and GGUF architectures) converted, with their Hugging Face architecture class. */
-    static final Map<String, String> ARCHITECTURES = Map.of(
-            "llama", "LlamaForCausalLM", "qwen2", "Qwen2ForCausalLM", "qwen3", "Qwen3ForCausalLM");
-
-    /**
-     * The Qwen3.5 hybrids (Gated DeltaNet + gated attention) converted from Hugging Face / MLX folders to MLX only,
-     * with their Hugging Face architecture class; their config.json is carried over as it is ({@link HybridConfig}).
-     */
-    static final Map<String, String> HYBRID_ARCHITECTURES = Map.of(
-            "qwen3_5", "Qwen3_5ForConditionalGeneration", "qwen3_5_moe", "Qwen3_5MoeForConditionalGeneration");
-
-    public ConfigJson {
+        public ConfigJson {
         eosTokenIds = List.copyOf(eosTokenIds);
+        if (converted(modelType).isEmpty()) throw new IllegalArgumentException("model type " + modelType + " is not converted");
     }
 
     /** A Llama / Qwen2 / Qwen3 configuration (no hybrid part). */
@@ -59,15 +63,41 @@ public record ConfigJson(String modelType, int hiddenSize, int layers, int heads
                 rmsNormEps, ropeTheta, ropeScaling, tieWordEmbeddings, torchDtype, bosTokenId, eosTokenIds, null);
     }
 
+    /** The spec of a model type (or GGUF architecture) the converter handles, with its layout. */
+    private static Optional<Architecture.Spec> converted(String type) {
+        return Architectures.find(type).filter(s -> s.hfLayout().isPresent());
+    }
+
     /** "llama, qwen2, qwen3, qwen3_5, qwen3_5_moe": the model types a folder may have. */
     static String folderTypes() {
-        var all = new java.util.TreeSet<>(ARCHITECTURES.keySet());
-        all.addAll(HYBRID_ARCHITECTURES.keySet());
-        return String.join(", ", all);
+        return types(s -> true);
+    }
+
+    /** "llama, qwen2, qwen3": the architectures written to (and read from) GGUF. */
+    static String ggufTypes() {
+        return types(s -> !s.hfLayout().orElseThrow().hybrid());
+    }
+
+    private static String types(java.util.function.Predicate<Architecture.Spec> which) {
+        return String.join(", ", new TreeSet<>(Architectures.converted().stream().filter(which).map(Architecture.Spec::hfModelType).toList()));
+    }
+
+    /** The architecture's spec. */
+    Architecture.Spec spec() { return converted(modelType).orElseThrow(); }
+
+    private HfLayout layout() { return spec().hfLayout().orElseThrow(); }
+
+    /**
+     * GGUF's row order for a weight or bias of this model ({@link Architecture.Spec#ggufQkRowOrder}: GGUF row i
+     * holds Hugging Face row result[i]), or null where GGUF keeps Hugging Face's order.
+     */
+    int[] ggufRowOrder(String hfName) {
+        int n = hfName.contains(".q_proj.") ? heads : hfName.contains(".k_proj.") ? kvHeads : 0;
+        return n == 0 ? null : spec().ggufQkRowOrder(n, headDim);
     }
 
     /** The name as the shape checks see it (a hybrid's language-model prefix replaced by {@code model.}). */
-    String canonicalName(String name) { return hybrid == null ? name : HybridConfig.canonical(name); }
+    String canonicalName(String name) { return hybrid == null ? name : HfTensorNames.canonical(name); }
 
     /** Llama 3's {@code rope_scaling} ({@code rope_type: "llama3"}). */
     public record RopeScaling(double factor, double lowFreqFactor, double highFreqFactor, int originalContext) {
@@ -81,19 +111,15 @@ public record ConfigJson(String modelType, int hiddenSize, int layers, int heads
                 maxPositionEmbeddings, rmsNormEps, ropeTheta, ropeScaling, tieWordEmbeddings, dtype, bosTokenId, eosTokenIds, hybrid);
     }
 
-    /** Whether GGUF stores this architecture's q/k rows permuted (llama.cpp does it for Llama only). */
-    boolean permutesQk() { return modelType.equals("llama"); }
-
     // ---------------------------------------------------------------------------------------------------- GGUF -> HF
 
     /** The configuration a GGUF file's metadata describes. */
     static ConfigJson fromGguf(GgufFile f) {
         String arch = f.getString("general.architecture");
-        if (!ARCHITECTURES.containsKey(arch)) {
-            throw new ModelFormatException(f.path(), "metadata general.architecture", "architecture '" + arch
-                    + "' cannot be converted; supported: " + String.join(", ", new java.util.TreeSet<>(ARCHITECTURES.keySet())));
-        }
-        ModelConfig c = ModelConfig.fromGguf(f, arch, !arch.equals("llama"));
+        Architecture.Spec spec = converted(arch).filter(s -> !s.hfLayout().orElseThrow().hybrid()).orElseThrow(() ->
+                new ModelFormatException(f.path(), "metadata general.architecture", "architecture '" + arch
+                        + "' cannot be converted; supported: " + ggufTypes()));
+        ModelConfig c = ModelConfig.fromGguf(f, spec.name(), spec.ggufNeoxRope());
         if (c.rope().dims() != c.headDim()) {
             throw new ModelFormatException(f.path(), "metadata " + arch + ".rope.dimension_count", "partial rotary embeddings ("
                     + c.rope().dims() + " of " + c.headDim() + " dimensions) have no Hugging Face " + arch + " equivalent");
@@ -144,7 +170,7 @@ public record ConfigJson(String modelType, int hiddenSize, int layers, int heads
     ObjectNode toJson(ObjectNode quantization) {
         if (hybrid != null) return hybrid.toJson(quantization);
         ObjectNode o = JSON.createObjectNode();
-        o.putArray("architectures").add(ARCHITECTURES.get(modelType));
+        o.putArray("architectures").add(layout().architectureClass());
         o.put("model_type", modelType);
         o.put("hidden_size", hiddenSize);
         o.put("num_hidden_layers", layers);
@@ -168,12 +194,16 @@ public record ConfigJson(String modelType, int hiddenSize, int layers, int heads
         }
         o.put("tie_word_embeddings", tieWordEmbeddings);
         o.put("hidden_act", "silu");
-        if (modelType.equals("qwen2")) o.put("attention_bias", true);
-        else o.put("attention_bias", false);
+        o.put("attention_bias", layout().qkvBias());
         o.put("torch_dtype", torchDtype);
         if (bosTokenId >= 0) o.put("bos_token_id", bosTokenId);
         if (eosTokenIds.size() == 1) o.put("eos_token_id", eosTokenIds.getFirst());
         else if (!eosTokenIds.isEmpty()) eosTokenIds.forEach(o.withArray("eos_token_id")::add);
+        return withQuantization(o, quantization);
+    }
+
+    /** {@code o} with {@code quantization} and mlx-lm's copy {@code quantization_config}, when non-null. */
+    static ObjectNode withQuantization(ObjectNode o, ObjectNode quantization) {
         if (quantization != null) {
             o.set("quantization", quantization);
             o.set("quantization_config", quantization.deepCopy());
@@ -181,96 +211,57 @@ public record ConfigJson(String modelType, int hiddenSize, int layers, int heads
         return o;
     }
 
-    /** Reads {@code folder/config.json}; every problem names the file and the field. */
-    static ConfigJson read(Path folder) throws IOException {
-        Path file = folder.resolve(FILE);
-        if (!Files.isRegularFile(file)) {
-            throw new ModelFormatException(file, "config.json", "missing: a Hugging Face / MLX model folder needs its config.json");
+    /**
+     * Reads {@code folder/config.json} with the loader's reader, after checking that its model_type is one the
+     * converter handles; every problem names the file and the field.
+     */
+    static HfConfig readHf(Path folder) throws IOException {
+        Path file = folder.resolve(HfConfig.FILE);
+        String type = HfConfig.modelType(file);
+        if (converted(type).isEmpty()) {
+            throw new ModelFormatException(file, "model_type", "model type '" + type + "' cannot be converted; supported: " + folderTypes());
         }
-        JsonNode o = dev.forkpoint.format.JsonFile.read(file, "config.json");
-        if (o == null || !o.isObject()) throw new ModelFormatException(file, "config.json", "must be a JSON object");
-        String type = text(file, o, "model_type");
-        if (HYBRID_ARCHITECTURES.containsKey(type)) return hybrid(file, (ObjectNode) o, type);
-        if (!ARCHITECTURES.containsKey(type)) {
-            throw new ModelFormatException(file, "model_type", "model type '" + type + "' cannot be converted; supported: "
-                    + folderTypes());
-        }
-        int hidden = positive(file, o, "hidden_size", null);
-        int heads = positive(file, o, "num_attention_heads", null);
-        int kvHeads = positive(file, o, "num_key_value_heads", heads);
-        if (heads % kvHeads != 0) {
-            throw new ModelFormatException(file, "num_key_value_heads", "num_attention_heads " + heads + " is not a multiple of " + kvHeads);
-        }
-        int headDim = o.hasNonNull("head_dim") ? positive(file, o, "head_dim", null) : hidden / heads;
-        RopeScaling scaling = null;
-        JsonNode rs = o.get("rope_scaling");
-        if (rs != null && !rs.isNull()) {
-            String rt = rs.hasNonNull("rope_type") ? rs.get("rope_type").asText() : rs.path("type").asText("");
-            if (!rt.equals("llama3")) {
-                throw new ModelFormatException(file, "rope_scaling.rope_type", "rope scaling '" + rt + "' is not supported (only llama3)");
-            }
-            scaling = new RopeScaling(number(file, rs, "factor", "rope_scaling."), number(file, rs, "low_freq_factor", "rope_scaling."),
-                    number(file, rs, "high_freq_factor", "rope_scaling."),
-                    (int) number(file, rs, "original_max_position_embeddings", "rope_scaling."));
-        }
-        int bos = o.path("bos_token_id").isIntegralNumber() ? o.get("bos_token_id").asInt() : -1;
-        List<Integer> eos = new java.util.ArrayList<>();
-        JsonNode e = o.get("eos_token_id");
+        return HfConfig.read(file);
+    }
+
+    /** The configuration of a config.json read by {@link #readHf}: the loader's {@link ModelConfig} in config.json's terms. */
+    static ConfigJson fromHf(HfConfig hf) throws IOException {
+        Architecture.Spec spec = converted(hf.modelType()).orElseThrow();
+        ModelConfig c = ModelConfig.fromHf(hf, spec.name());
+        var fields = hf.fields();
+        JsonNode bosNode = fields.node("bos_token_id");
+        int bos = bosNode != null && bosNode.isIntegralNumber() ? bosNode.asInt() : -1;
+        List<Integer> eos = new ArrayList<>();
+        JsonNode e = fields.node("eos_token_id");
         if (e != null && e.isIntegralNumber()) eos.add(e.asInt());
         else if (e != null && e.isArray()) e.forEach(x -> eos.add(x.asInt()));
-        return new ConfigJson(type, hidden, positive(file, o, "num_hidden_layers", null), heads, kvHeads, headDim,
-                positive(file, o, "intermediate_size", null), positive(file, o, "vocab_size", null),
-                positive(file, o, "max_position_embeddings", 2048),
-                (float) (o.hasNonNull("rms_norm_eps") ? number(file, o, "rms_norm_eps", "") : 1e-6),
-                o.hasNonNull("rope_theta") ? number(file, o, "rope_theta", "") : 10000.0, scaling,
-                o.path("tie_word_embeddings").asBoolean(false), o.path("torch_dtype").asText("float16"), bos, eos);
-    }
-
-    /** A Qwen3.5 hybrid's configuration: the sizes from {@code text_config}, the rest kept in {@link HybridConfig#source}. */
-    private static ConfigJson hybrid(Path file, ObjectNode root, String type) {
-        HybridConfig h = HybridConfig.read(file, root, type);
-        JsonNode o = root.hasNonNull("text_config") ? root.get("text_config") : root;
-        String p = root.hasNonNull("text_config") ? "text_config." : "";
-        double theta = o.path("rope_parameters").hasNonNull("rope_theta") ? number(file, o.get("rope_parameters"), "rope_theta", p + "rope_parameters.")
-                : o.hasNonNull("rope_theta") ? number(file, o, "rope_theta", p) : 100000.0;
-        int bos = o.path("bos_token_id").isIntegralNumber() ? o.get("bos_token_id").asInt() : -1;
-        List<Integer> eos = new java.util.ArrayList<>();
-        JsonNode e = o.get("eos_token_id");
-        if (e != null && e.isIntegralNumber()) eos.add(e.asInt());
-        else if (e != null && e.isArray()) e.forEach(x -> eos.add(x.asInt()));
-        return new ConfigJson(type, h.hidden(), h.layers(), h.heads(), h.kvHeads(), h.headDim(),
-                h.moe() ? h.expertIntermediate() : h.intermediate(), h.vocab(), positive(file, o, "max_position_embeddings", 2048),
-                (float) (o.hasNonNull("rms_norm_eps") ? number(file, o, "rms_norm_eps", p) : 1e-6), theta, null, h.tied(),
-                root.path("torch_dtype").asText(root.path("dtype").asText("float32")), bos, eos, h);
-    }
-
-    /** The {@code quantization} block of a config.json (null when the model is not quantised). */
-    static JsonNode quantization(Path folder) throws IOException {
-        JsonNode o = JSON.readTree(folder.resolve(FILE).toFile());
-        JsonNode q = o.get("quantization");
-        if (q == null || q.isNull()) q = o.get("quantization_config");
-        return q == null || q.isNull() ? null : q;
-    }
-
-    private static String text(Path file, JsonNode o, String field) {
-        JsonNode v = o.get(field);
-        if (v == null || !v.isTextual()) throw new ModelFormatException(file, field, "missing or not a string");
-        return v.asText();
-    }
-
-    private static int positive(Path file, JsonNode o, String field, Integer fallback) {
-        JsonNode v = o.get(field);
-        if ((v == null || v.isNull()) && fallback != null) return fallback;
-        if (v == null || !v.isIntegralNumber() || v.asLong() <= 0 || v.asLong() > Integer.MAX_VALUE) {
-            throw new ModelFormatException(file, field, "must be a positive integer, found " + v);
+        if (spec.hfLayout().orElseThrow().hybrid()) {
+            JsonNode root = JsonFile.read(hf.file(), HfConfig.FILE);
+            HybridConfig h = HybridConfig.of((ObjectNode) root, c, hf.tieWordEmbeddings());
+            String dtype = hf.torchDtype() == null ? "float32" : hf.torchDtype();
+            return new ConfigJson(hf.modelType(), c.dim(), c.layers(), c.heads(), c.kvHeads(), c.headDim(),
+                    h.moe() ? h.expertIntermediate() : h.intermediate(), c.vocabSize(), c.contextLength(), c.rmsEps(),
+                    hf.ropeTheta(), null, h.tied(), dtype, bos, eos, h);
         }
-        return v.asInt();
+        return new ConfigJson(hf.modelType(), c.dim(), c.layers(), c.heads(), c.kvHeads(), c.headDim(), c.ffnDim(),
+                c.vocabSize(), c.contextLength(), c.rmsEps(), hf.ropeTheta(), ropeScaling(hf), hf.tieWordEmbeddings(),
+                hf.torchDtype() == null ? "float16" : hf.torchDtype(), bos, eos);
     }
 
-    private static double number(Path file, JsonNode o, String field, String prefix) {
-        JsonNode v = o.get(field);
-        if (v == null || !v.isNumber()) throw new ModelFormatException(file, prefix + field, "missing or not a number, found " + v);
-        return v.asDouble();
+    /**
+     * config.json's rope scaling as GGUF can carry it: Llama 3's (whose factors become {@code rope_freqs.weight}),
+     * or none. The loader has checked its fields ({@link HfConfig#ropeFactors}); another type is refused naming it.
+     */
+    private static RopeScaling ropeScaling(HfConfig hf) {
+        JsonNode rs = hf.ropeScaling();
+        if (rs == null) return null;
+        String type = rs.hasNonNull("rope_type") ? rs.get("rope_type").asText() : rs.path("type").asText("");
+        if (type.equals("default")) return null;
+        if (!type.equals("llama3")) {
+            throw new ModelFormatException(hf.file(), hf.lmPrefix() + "rope_scaling.rope_type", "rope scaling '" + type + "' is not supported (only llama3)");
+        }
+        return new RopeScaling(rs.path("factor").asDouble(1.0), rs.get("low_freq_factor").asDouble(), rs.get("high_freq_factor").asDouble(),
+                rs.get("original_max_position_embeddings").asInt());
     }
 
     // ---------------------------------------------------------------------------------------------------- HF -> GGUF
@@ -298,32 +289,36 @@ public record ConfigJson(String modelType, int hiddenSize, int layers, int heads
         return m;
     }
 
-    /**
-     * The row-major shape config.json implies for a Hugging Face weight name, or null for names it says nothing about.
-     */
-    long[] expectedShape(String name) {
-        if (hybrid != null) throw new IllegalStateException("a hybrid's shapes come from allowedShapes");
-        String n = name.replaceFirst("^model\\.layers\\.\\d+\\.", "");
-        long q = (long) heads * headDim, kv = (long) kvHeads * headDim;
-        return switch (n) {
-            case "model.embed_tokens.weight", "lm_head.weight" -> new long[]{vocabSize, hiddenSize};
-            case "model.norm.weight", "input_layernorm.weight", "post_attention_layernorm.weight" -> new long[]{hiddenSize};
-            case "self_attn.q_proj.weight" -> new long[]{q, hiddenSize};
-            case "self_attn.k_proj.weight", "self_attn.v_proj.weight" -> new long[]{kv, hiddenSize};
-            case "self_attn.o_proj.weight" -> new long[]{hiddenSize, q};
-            case "self_attn.q_proj.bias" -> new long[]{q};
-            case "self_attn.k_proj.bias", "self_attn.v_proj.bias" -> new long[]{kv};
-            case "self_attn.q_norm.weight", "self_attn.k_norm.weight" -> new long[]{headDim};
-            case "mlp.gate_proj.weight", "mlp.up_proj.weight" -> new long[]{intermediateSize, hiddenSize};
-            case "mlp.down_proj.weight" -> new long[]{hiddenSize, intermediateSize};
-            default -> null;
-        };
+    /** The weights of this dense model as the loader expects them ({@link HfLayout#denseWeights}), in its order. */
+    private List<ExpectedWeight> denseWeights() {
+        var config = new ModelConfig(spec().name(), hiddenSize, layers, heads, kvHeads, headDim, intermediateSize, vocabSize,
+                maxPositionEmbeddings, rmsNormEps, new Rope(headDim, ropeTheta, spec().ggufNeoxRope(), null));
+        return layout().denseWeights(config);
     }
 
-    /** The shapes config.json allows for a weight; empty for names it says nothing about. */
-    List<long[]> allowedShapes(String name) {
+    /**
+     * The row-major shape of every weight this dense model may have, by Hugging Face name: the loader's list
+     * ({@link HfLayout#denseWeights}) with its shapes reversed; null for a hybrid (see {@link #allowedShapes}).
+     * Sized by the layer count: built once per model, after the layers are known to be there.
+     */
+    Map<String, long[]> expectedShapes() {
+        if (hybrid != null) return null;
+        Map<String, long[]> out = new LinkedHashMap<>();
+        for (ExpectedWeight w : denseWeights()) {
+            long[] shape = new long[w.shape().length];
+            for (int i = 0; i < shape.length; i++) shape[i] = w.shape()[shape.length - 1 - i];
+            out.put(HfTensorNames.toHf(w.name()).orElseThrow(), shape);
+        }
+        return out;
+    }
+
+    /**
+     * The shapes config.json allows for a weight ({@code expected}: {@link #expectedShapes()}); empty for names it
+     * says nothing about.
+     */
+    List<long[]> allowedShapes(String name, Map<String, long[]> expected) {
         if (hybrid != null) return hybrid.allowedShapes(name);
-        long[] s = expectedShape(name);
+        long[] s = expected.get(name);
         return s == null ? List.of() : List.<long[]>of(s);
     }
 
@@ -331,26 +326,18 @@ public record ConfigJson(String modelType, int hiddenSize, int layers, int heads
     String missingTensor(java.util.Set<String> present) {
         if (hybrid != null) {
             java.util.Set<String> canonical = new java.util.HashSet<>();
-            present.forEach(n -> canonical.add(HybridConfig.canonical(n)));
+            present.forEach(n -> canonical.add(HfTensorNames.canonical(n)));
             return hybrid.missing(canonical);
         }
         for (String required : requiredTensors()) if (!present.contains(required)) return required;
         return null;
     }
 
-    /** The Hugging Face weights every layer of this architecture must have. */
+    /** The Hugging Face weights this model must have: the loader's required ones, and the output unless tied. */
     List<String> requiredTensors() {
-        List<String> out = new java.util.ArrayList<>(List.of("model.embed_tokens.weight", "model.norm.weight"));
-        if (!tieWordEmbeddings) out.add("lm_head.weight");
-        for (int l = 0; l < layers; l++) {
-            String p = "model.layers." + l + ".";
-            for (String s : new String[]{"input_layernorm.weight", "post_attention_layernorm.weight", "self_attn.q_proj.weight",
-                    "self_attn.k_proj.weight", "self_attn.v_proj.weight", "self_attn.o_proj.weight", "mlp.gate_proj.weight",
-                    "mlp.up_proj.weight", "mlp.down_proj.weight"}) out.add(p + s);
-            if (modelType.equals("qwen3")) { out.add(p + "self_attn.q_norm.weight"); out.add(p + "self_attn.k_norm.weight"); }
-            if (modelType.equals("qwen2")) {
-                for (String s : new String[]{"q_proj", "k_proj", "v_proj"}) out.add(p + "self_attn." + s + ".bias");
-            }
+        List<String> out = new ArrayList<>();
+        for (ExpectedWeight w : denseWeights()) {
+            if (w.required() || (w.name().equals("output.weight") && !tieWordEmbeddings)) out.add(HfTensorNames.toHf(w.name()).orElseThrow());
         }
         return out;
     }

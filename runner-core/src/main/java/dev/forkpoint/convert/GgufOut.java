@@ -3,6 +3,7 @@ package dev.forkpoint.convert;
 import dev.forkpoint.format.gguf.GgufWriter;
 import dev.forkpoint.format.gguf.MetadataValue;
 import dev.forkpoint.format.hf.HfTensorNames;
+import dev.forkpoint.model.TensorRows;
 import dev.forkpoint.tensor.GgmlType;
 import dev.forkpoint.tensor.Quantization;
 
@@ -24,8 +25,8 @@ import java.util.stream.IntStream;
 
 /**
  * Writes a GGUF file from a model seen in Hugging Face terms, as llama.cpp's {@code convert_hf_to_gguf} lays it out:
- * architecture metadata under its prefix, {@code tokenizer.ggml.*}, GGUF tensor names and GGML shapes, Llama's q/k
- * rows (and biases) permuted into llama.cpp's order, {@code rope_freqs.weight} for Llama 3 rope scaling.
+ * architecture metadata under its prefix, {@code tokenizer.ggml.*}, GGUF tensor names and GGML shapes, q/k rows (and
+ * biases) in the order the architecture's GGUF files keep them ({@link ConfigJson#ggufRowOrder}: Llama's interleaved), {@code rope_freqs.weight} for Llama 3 rope scaling.
  * Matrices become the target type (F32, F16 or Q8_0; a matrix whose rows do not divide into Q8_0 blocks becomes F16),
  * one-dimensional weights F32. Converted data goes through a memory-mapped scratch file beside the output.
  */
@@ -38,13 +39,13 @@ final class GgufOut {
     /** What was written: matrices that could not take the target type and the type they got. */
     record Result(List<String> fallbacks, long bytes) {}
 
-    private record Planned(String name, GgmlType type, long[] ggmlShape, SourceTensor source, int[] rowOf, int[] elementOf) {}
+    private record Planned(String name, GgmlType type, long[] ggmlShape, TensorRows source, int[] rowOf, int[] elementOf) {}
 
     static Result write(SourceModel src, Path output, GgmlType target, BiConsumer<Integer, Integer> progress) throws IOException {
         ConfigJson c = src.config();
         List<Planned> plan = new ArrayList<>();
         List<String> fallbacks = new ArrayList<>();
-        for (SourceTensor t : src.tensors()) {
+        for (TensorRows t : src.tensors()) {
             String name = HfTensorNames.toGguf(t.name()).orElseThrow(() -> new dev.forkpoint.format.ModelFormatException(
                     src.path(), "tensor " + t.name(), "has no GGUF equivalent; cannot convert it"));
             GgmlType type = GgmlType.F32;
@@ -57,8 +58,7 @@ final class GgufOut {
             }
             long[] shape = new long[t.shape().length];
             for (int i = 0; i < shape.length; i++) shape[i] = t.shape()[shape.length - 1 - i];
-            int heads = t.name().contains(".q_proj.") ? c.heads() : t.name().contains(".k_proj.") ? c.kvHeads() : 0;
-            int[] perm = c.permutesQk() && heads > 0 ? HfTensorNames.llamaRowPermutation(heads, c.headDim()) : null;
+            int[] perm = c.ggufRowOrder(t.name());
             plan.add(new Planned(name, type, shape, t, t.isMatrix() ? perm : null, t.isMatrix() ? null : perm));
         }
 
@@ -100,7 +100,7 @@ final class GgufOut {
     }
 
     private static void fill(Planned p, MemorySegment dst) {
-        SourceTensor t = p.source;
+        TensorRows t = p.source;
         int cols = t.cols();
         long rowBytes = p.type.bytesFor(cols);
         if (p.elementOf != null) {   // a permuted bias: element i of the GGUF vector is HF element elementOf[i]

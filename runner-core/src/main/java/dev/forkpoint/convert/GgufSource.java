@@ -5,6 +5,7 @@ import dev.forkpoint.format.gguf.GgufFile;
 import dev.forkpoint.format.gguf.GgufTensor;
 import dev.forkpoint.format.gguf.MetadataValue;
 import dev.forkpoint.format.hf.HfTensorNames;
+import dev.forkpoint.model.TensorRows;
 import dev.forkpoint.tensor.GgmlType;
 import dev.forkpoint.tensor.Quantization;
 
@@ -18,17 +19,22 @@ import java.util.Map;
 
 /**
  * A GGUF model seen as Hugging Face weights: names mapped by {@link HfTensorNames}, GGML shapes reversed to
- * row-major, block-quantised rows dequantised, and Llama's q/k rows (and biases) put back from llama.cpp's
- * interleaved order into Hugging Face's half-split order.
+ * row-major, block-quantised rows dequantised, and q/k rows (and biases) that the architecture's GGUF files store in
+ * another order ({@link ConfigJson#ggufRowOrder}: Llama's interleaved pairs) put back into Hugging Face's order.
  */
 final class GgufSource implements SourceModel {
     private final GgufFile file;
     private final ConfigJson config;
-    private final List<SourceTensor> tensors = new ArrayList<>();
+    private final List<TensorRows> tensors = new ArrayList<>();
 
     private GgufSource(GgufFile file) {
         this.file = file;
         this.config = ConfigJson.fromGguf(file);
+        String lastLayer = "blk." + (config.layers() - 1) + ".attn_norm.weight";   // before sizing anything by the layer count
+        if (file.findTensor(lastLayer).isEmpty()) {
+            throw new ModelFormatException(file.path(), "tensor " + lastLayer, "missing: the model declares " + config.layers() + " layers");
+        }
+        Map<String, long[]> expectedShapes = config.expectedShapes();
         for (GgufTensor t : file.tensors()) {
             if (t.name().equals("rope_freqs.weight")) continue;   // in config.json's rope_scaling
             String hf = HfTensorNames.toHf(t.name()).orElseThrow(() -> new ModelFormatException(file.path(), "tensor " + t.name(),
@@ -40,13 +46,13 @@ final class GgufSource implements SourceModel {
             if (t.shape().length > 2) throw new ModelFormatException(file.path(), "tensor " + t.name(), "has " + t.shape().length + " dimensions; at most 2 expected");
             long[] shape = new long[t.shape().length];
             for (int i = 0; i < shape.length; i++) shape[i] = t.shape()[shape.length - 1 - i];
-            long[] expected = config.expectedShape(hf);
+            long[] expected = expectedShapes.get(hf);
             if (expected != null && !Arrays.equals(expected, shape)) {
                 throw new ModelFormatException(file.path(), "tensor " + t.name(), "shape " + Arrays.toString(shape)
                         + " (row-major) does not match the metadata, which implies " + Arrays.toString(expected));
             }
             GgmlType floatType = t.type() == GgmlType.F32 || t.type() == GgmlType.F16 || t.type() == GgmlType.BF16 ? t.type() : null;
-            tensors.add(new SourceTensor(hf, shape, floatType, file.path() + ": " + t.name(), reader(t, hf)));
+            tensors.add(new TensorRows(hf, shape, floatType, file.path() + ": " + t.name(), reader(t, hf)));
         }
     }
 
@@ -60,13 +66,12 @@ final class GgufSource implements SourceModel {
         }
     }
 
-    private SourceTensor.RowReader reader(GgufTensor t, String hf) {
+    private TensorRows.RowReader reader(GgufTensor t, String hf) {
         int cols = t.rowLength();
         long rowBytes = t.type().bytesFor(cols);
-        SourceTensor.RowReader plain = (row, dst) -> Quantization.dequantize(t.type(), t.data(), row * rowBytes, dst, 0, cols);
-        int heads = hf.contains(".q_proj.") ? config.heads() : hf.contains(".k_proj.") ? config.kvHeads() : 0;
-        if (!config.permutesQk() || heads == 0) return plain;
-        int[] hfRowOf = HfTensorNames.llamaRowPermutation(heads, config.headDim());   // GGUF row i holds HF row hfRowOf[i]
+        TensorRows.RowReader plain = (row, dst) -> Quantization.dequantize(t.type(), t.data(), row * rowBytes, dst, 0, cols);
+        int[] hfRowOf = config.ggufRowOrder(hf);   // GGUF row i holds HF row hfRowOf[i]
+        if (hfRowOf == null) return plain;
         int[] ggufRowOf = new int[hfRowOf.length];
         for (int i = 0; i < hfRowOf.length; i++) ggufRowOf[hfRowOf[i]] = i;
         if (t.shape().length == 1) {   // a bias: its elements are in row order
@@ -83,7 +88,7 @@ final class GgufSource implements SourceModel {
 
     @Override public ConfigJson config() { return config; }
 
-    @Override public List<SourceTensor> tensors() { return tensors; }
+    @Override public List<TensorRows> tensors() { return tensors; }
 
     @Override
     public void writeTokenizerFiles(Path folder) throws IOException {

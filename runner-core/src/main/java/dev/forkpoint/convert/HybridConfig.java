@@ -1,10 +1,11 @@
 package dev.forkpoint.convert;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.forkpoint.format.ModelFormatException;
+import dev.forkpoint.format.hf.HfTensorNames;
+import dev.forkpoint.model.Experts;
+import dev.forkpoint.model.LinearAttention;
+import dev.forkpoint.model.ModelConfig;
 
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -13,11 +14,11 @@ import java.util.regex.Pattern;
 
 /**
  * A Qwen3.5 hybrid's config.json ({@code qwen3_5}, {@code qwen3_5_moe}: Gated DeltaNet and gated attention layers,
- * dense or mixture-of-experts feed-forwards) as the converter needs it: the language model's sizes, read from
- * {@code text_config} (or the top level when there is none, as mlx-lm allows), to check every weight's shape; and
+ * dense or mixture-of-experts feed-forwards) as the converter needs it: the language model's sizes, as the loader reads them
+ * ({@code text_config}, or the top level when there is none, as mlx-lm allows), to check every weight's shape; and
  * the source JSON itself, which an MLX folder keeps unchanged but for the {@code quantization} block.
  *
- * <p>Names are compared in a canonical form ({@link #canonical}): the language model's prefixes of a vision-language
+ * <p>Names are compared in a canonical form ({@link HfTensorNames#canonical}): the language model's prefixes of a vision-language
  * checkpoint ({@code model.language_model.}, mlx-lm's {@code language_model.model.}) become {@code model.}.
  *
  * @param source the config.json as read (never modified)
@@ -27,23 +28,11 @@ record HybridConfig(ObjectNode source, boolean moe, int hidden, int layers, int 
                     int valueDim, int convKernel, boolean[] linear, int experts, int expertIntermediate, int sharedIntermediate,
                     boolean tied) {
 
-    /** Prefixes of the language model inside a vision-language checkpoint (HF, mlx-lm) and what they stand for. */
-    private static final String[][] PREFIXES = {
-            {"model.language_model.", "model."},
-            {"language_model.model.", "model."},
-            {"language_model.lm_head.", "lm_head."},
-    };
     private static final Pattern LAYER = Pattern.compile("model\\.layers\\.(\\d+)\\.(.+)");
-
-    /** The name with the language model's prefix replaced by {@code model.} ({@code lm_head.} for the output). */
-    static String canonical(String name) {
-        for (String[] p : PREFIXES) if (name.startsWith(p[0])) return p[1] + name.substring(p[0].length());
-        return name;
-    }
 
     /** mlx-lm's module path for a module named {@code module} in the folder ({@code language_model.model.…}). */
     static String mlxLmPath(String module) {
-        String c = canonical(module);
+        String c = HfTensorNames.canonical(module);
         if (c.startsWith("model.")) return "language_model." + c;
         if (c.equals("lm_head") || c.startsWith("lm_head.")) return "language_model." + c;
         return c;
@@ -55,72 +44,17 @@ record HybridConfig(ObjectNode source, boolean moe, int hidden, int layers, int 
                 || name.startsWith("mtp.") || name.startsWith("model.mtp.");
     }
 
-    /** Reads the hybrid's sizes from {@code root} (config.json at {@code file}); errors name the file and the field. */
-    static HybridConfig read(Path file, ObjectNode root, String modelType) {
-        JsonNode tc = root.get("text_config");
-        String p;
-        JsonNode o;
-        if (tc == null || tc.isNull()) {
-            o = root;
-            p = "";
-        } else if (!tc.isObject()) {
-            throw new ModelFormatException(file, "text_config", "must be a JSON object, found " + tc);
-        } else {
-            o = tc;
-            p = "text_config.";
-        }
-        boolean moe = modelType.equals("qwen3_5_moe");
-        int hidden = positive(file, o, p, "hidden_size", null);
-        int layers = positive(file, o, p, "num_hidden_layers", null);
-        int heads = positive(file, o, p, "num_attention_heads", null);
-        int kvHeads = positive(file, o, p, "num_key_value_heads", heads);
-        if (heads % kvHeads != 0) {
-            throw new ModelFormatException(file, p + "num_key_value_heads", "num_attention_heads " + heads + " is not a multiple of " + kvHeads);
-        }
-        int headDim = positive(file, o, p, "head_dim", hidden / heads);
-        int keyHeads = positive(file, o, p, "linear_num_key_heads", null);
-        int valueHeads = positive(file, o, p, "linear_num_value_heads", null);
-        if (valueHeads % keyHeads != 0) {
-            throw new ModelFormatException(file, p + "linear_num_value_heads", valueHeads + " is not a multiple of linear_num_key_heads " + keyHeads);
-        }
-        int keyDim = positive(file, o, p, "linear_key_head_dim", null);
-        int valueDim = positive(file, o, p, "linear_value_head_dim", null);
-        int kernel = positive(file, o, p, "linear_conv_kernel_dim", 4);
-        boolean[] linear = new boolean[layers];
-        JsonNode types = o.get("layer_types");
-        if (types != null && !types.isNull()) {
-            if (!types.isArray() || types.size() != layers) {
-                throw new ModelFormatException(file, p + "layer_types", "must be an array of " + layers + " layer types (num_hidden_layers), found " + types);
-            }
-            for (int i = 0; i < layers; i++) {
-                String t = types.get(i).asText("");
-                if (!t.equals("linear_attention") && !t.equals("full_attention")) {
-                    throw new ModelFormatException(file, p + "layer_types[" + i + "]", "'" + t + "' is neither linear_attention nor full_attention");
-                }
-                linear[i] = t.equals("linear_attention");
-            }
-        } else {
-            int interval = positive(file, o, p, "full_attention_interval", 4);
-            for (int i = 0; i < layers; i++) linear[i] = (i + 1) % interval != 0;
-        }
-        int intermediate = moe ? 0 : positive(file, o, p, "intermediate_size", null);
-        int experts = moe ? positive(file, o, p, "num_experts", null) : 0;
-        int expertIntermediate = moe ? positive(file, o, p, "moe_intermediate_size", null) : 0;
-        int shared = moe ? positive(file, o, p, "shared_expert_intermediate_size", 0) : 0;
-        boolean tied = root.has("tie_word_embeddings") ? root.get("tie_word_embeddings").asBoolean(false)
-                : o.path("tie_word_embeddings").asBoolean(false);
-        return new HybridConfig(root.deepCopy(), moe, hidden, layers, heads, kvHeads, headDim,
-                o.path("attn_output_gate").asBoolean(true), intermediate, positive(file, o, p, "vocab_size", null),
-                keyHeads, valueHeads, keyDim, valueDim, kernel, linear, experts, expertIntermediate, shared, tied);
-    }
-
-    private static int positive(Path file, JsonNode o, String prefix, String field, Integer fallback) {
-        JsonNode v = o.get(field);
-        if ((v == null || v.isNull()) && fallback != null) return fallback;
-        if (v == null || !v.isIntegralNumber() || v.asLong() <= 0 || v.asLong() > Integer.MAX_VALUE) {
-            throw new ModelFormatException(file, prefix + field, "must be a positive integer, found " + v);
-        }
-        return v.asInt();
+    /**
+     * The hybrid's sizes as the loader read them ({@link ModelConfig#fromHf}) from config.json, whose JSON
+     * {@code root} is kept as the source to carry over.
+     */
+    static HybridConfig of(ObjectNode root, ModelConfig c, boolean tied) {
+        LinearAttention l = c.linear();
+        Experts e = c.experts();
+        boolean moe = e != null;
+        return new HybridConfig(root.deepCopy(), moe, c.dim(), c.layers(), c.heads(), c.kvHeads(), c.headDim(),
+                c.gatedAttention(), moe ? 0 : c.ffnDim(), c.vocabSize(), l.keyHeads(), l.valueHeads(), l.keyDim(), l.valueDim(),
+                l.convKernel(), l.linearLayers().clone(), moe ? e.count() : 0, moe ? e.ffnDim() : 0, moe ? e.sharedFfnDim() : 0, tied);
     }
 
     /** The source config.json with {@code quantization} (and mlx-lm's copy {@code quantization_config}) when non-null. */
@@ -128,11 +62,7 @@ record HybridConfig(ObjectNode source, boolean moe, int hidden, int layers, int 
         ObjectNode o = source.deepCopy();
         o.remove("quantization");
         o.remove("quantization_config");
-        if (quantization != null) {
-            o.set("quantization", quantization);
-            o.set("quantization_config", quantization.deepCopy());
-        }
-        return o;
+        return ConfigJson.withQuantization(o, quantization);
     }
 
     private int convChannels() { return 2 * keyHeads * keyDim + valueHeads * valueDim; }
@@ -142,7 +72,7 @@ record HybridConfig(ObjectNode source, boolean moe, int hidden, int layers, int 
      * Hugging Face checkpoints, [C, K, 1] in mlx-lm's), or an empty list for names it says nothing about.
      */
     List<long[]> allowedShapes(String name) {
-        String n = canonical(name);
+        String n = HfTensorNames.canonical(name);
         long h = hidden;
         switch (n) {
             case "model.embed_tokens.weight", "lm_head.weight" -> { return List.<long[]>of(new long[]{vocab, h}); }

@@ -1,5 +1,6 @@
 package dev.forkpoint.convert;
 
+import dev.forkpoint.model.TensorRows;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -18,16 +19,16 @@ final class MlxHybridLayout {
     private MlxHybridLayout() {}
 
     /** The tensors to write, in the source's order (a fused expert tensor replaced by its two halves in place). */
-    static List<SourceTensor> tensors(List<SourceTensor> source) {
-        List<SourceTensor> out = new ArrayList<>(source.size() + 8);
-        for (SourceTensor t : source) {
+    static List<TensorRows> tensors(List<TensorRows> source) {
+        List<TensorRows> out = new ArrayList<>(source.size() + 8);
+        for (TensorRows t : source) {
             if (t.name().endsWith(GATE_UP) && t.shape().length == 3) {
                 String layer = t.name().substring(0, t.name().length() - GATE_UP.length());
                 out.add(half(t, layer + ".mlp.switch_mlp.gate_proj.weight", 0));
                 out.add(half(t, layer + ".mlp.switch_mlp.up_proj.weight", 1));
             } else if (t.name().endsWith(DOWN) && t.shape().length == 3) {
                 String layer = t.name().substring(0, t.name().length() - DOWN.length());
-                out.add(new SourceTensor(layer + ".mlp.switch_mlp.down_proj.weight", t.shape(), t.floatType(), t.origin(), t.reader()));
+                out.add(new TensorRows(layer + ".mlp.switch_mlp.down_proj.weight", t.shape(), t.floatType(), t.origin(), t.reader()));
             } else {
                 out.add(t);
             }
@@ -39,11 +40,11 @@ final class MlxHybridLayout {
      * Half {@code which} (0: gate, 1: up) of each expert's 2I rows: row {@code e·I + i} of the result is source row
      * {@code e·2I + which·I + i}. (The source's shape was checked against config.json: axis 1 is 2·moe_intermediate_size.)
      */
-    private static SourceTensor half(SourceTensor t, String name, int which) {
+    private static TensorRows half(TensorRows t, String name, int which) {
         long[] s = t.shape();
         int inter = Math.toIntExact(s[1] / 2);
-        SourceTensor.RowReader r = t.reader();
-        return new SourceTensor(name, new long[]{s[0], inter, s[2]}, t.floatType(), t.origin() + (which == 0 ? " [gate rows]" : " [up rows]"),
+        TensorRows.RowReader r = t.reader();
+        return new TensorRows(name, new long[]{s[0], inter, s[2]}, t.floatType(), t.origin() + (which == 0 ? " [gate rows]" : " [up rows]"),
                 (row, dst) -> r.read((row / inter) * 2 * inter + which * inter + row % inter, dst));
     }
 }

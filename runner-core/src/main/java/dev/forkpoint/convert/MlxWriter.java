@@ -7,6 +7,7 @@ import dev.forkpoint.InvalidInputException;
 import dev.forkpoint.format.safetensors.SafetensorsDtype;
 import dev.forkpoint.format.safetensors.SafetensorsShards;
 import dev.forkpoint.format.safetensors.SafetensorsWriter;
+import dev.forkpoint.model.TensorRows;
 import dev.forkpoint.tensor.AffineCodec;
 import dev.forkpoint.tensor.AffineFormat;
 import dev.forkpoint.tensor.GgmlType;
@@ -69,11 +70,11 @@ final class MlxWriter {
         List<Entry> entries = new ArrayList<>();
         List<String> kept = new ArrayList<>();
         int quantised = 0;
-        List<SourceTensor> tensors = c.hybrid() != null ? MlxHybridLayout.tensors(src.tensors()) : src.tensors();
+        List<TensorRows> tensors = c.hybrid() != null ? MlxHybridLayout.tensors(src.tensors()) : src.tensors();
         int total = tensors.size();
         int[] done = {0};
         GgmlType mainFloat = null;
-        for (SourceTensor t : tensors) {
+        for (TensorRows t : tensors) {
             String module = t.module();
             String canonical = c.canonicalName(module);
             boolean stacked = c.hybrid() != null && t.shape().length == 3 && canonical.contains(".mlp.switch_mlp.");
@@ -133,7 +134,7 @@ final class MlxWriter {
         }
     }
 
-    private static void addFloat(List<Entry> entries, SourceTensor t, GgmlType type, Runnable tick) {
+    private static void addFloat(List<Entry> entries, TensorRows t, GgmlType type, Runnable tick) {
         int rows = t.rows(), cols = t.cols();
         long rowBytes = type.bytesFor(cols);
         entries.add(new Entry(t.name(), SafetensorsDtype.of(type), t.shape(), rowBytes * rows, out -> {
@@ -150,7 +151,7 @@ final class MlxWriter {
     private static final int CHUNK_ROWS = 256;
 
     /** Writes {@code encode}(row) for every row of {@code t}, in order, rows of a chunk computed in parallel. */
-    private static void inChunks(SourceTensor t, OutputStream out, java.util.function.Function<float[], byte[]> encode) throws IOException {
+    private static void inChunks(TensorRows t, OutputStream out, java.util.function.Function<float[], byte[]> encode) throws IOException {
         int rows = t.rows(), cols = t.cols();
         for (int start = 0; start < rows; start += CHUNK_ROWS) {
             int s0 = start, n = Math.min(CHUNK_ROWS, rows - start);
@@ -164,7 +165,7 @@ final class MlxWriter {
         }
     }
 
-    private static void addAffine(List<Entry> entries, SourceTensor t, AffineFormat f, GgmlType scaleType, Runnable tick) {
+    private static void addAffine(List<Entry> entries, TensorRows t, AffineFormat f, GgmlType scaleType, Runnable tick) {
         int rows = t.rows(), cols = t.cols();
         String module = t.module();
         long words = f.packedWordsPerRow(cols);
@@ -186,7 +187,7 @@ final class MlxWriter {
     }
 
     /** Quantises {@code t} row by row, writing the part {@code part} selects of each row. */
-    private static void rows(SourceTensor t, AffineFormat f, GgmlType scaleType, OutputStream out,
+    private static void rows(TensorRows t, AffineFormat f, GgmlType scaleType, OutputStream out,
                              java.util.function.Function<AffineCodec.AffineArrays, byte[]> part, Runnable after) throws IOException {
         int cols = t.cols();
         inChunks(t, out, row -> {

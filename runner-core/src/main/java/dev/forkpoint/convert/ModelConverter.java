@@ -85,7 +85,7 @@ public final class ModelConverter {
             if (src.config().hybrid() != null) {
                 throw new dev.forkpoint.format.ModelFormatException(input.resolve(ConfigJson.FILE), "model_type", "model type '"
                         + src.config().modelType() + "' can be converted to MLX only (--to mlx); GGUF output supports: "
-                        + String.join(", ", new java.util.TreeSet<>(ConfigJson.ARCHITECTURES.keySet())));
+                        + ConfigJson.ggufTypes());
             }
             GgufOut.Result r = GgufOut.write(src, output, type, progress);
             return new Report(input, output, "gguf " + type, src.tensors().size(), 0, r.fallbacks(), r.bytes());

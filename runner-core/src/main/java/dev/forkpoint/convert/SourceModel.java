@@ -1,6 +1,7 @@
 package dev.forkpoint.convert;
 
 import dev.forkpoint.format.gguf.MetadataValue;
+import dev.forkpoint.model.TensorRows;
 
 import java.io.IOException;
 import java.nio.file.Path;
@@ -17,7 +18,7 @@ sealed interface SourceModel extends AutoCloseable permits GgufSource, FolderSou
     ConfigJson config();
 
     /** Every weight, in the order they are written (rotary caches and GGUF's {@code rope_freqs} excluded). */
-    List<SourceTensor> tensors();
+    List<TensorRows> tensors();
 
     /** Writes tokenizer.json, tokenizer_config.json and generation_config.json (and whatever else applies) into {@code folder}. */
     void writeTokenizerFiles(Path folder) throws IOException;

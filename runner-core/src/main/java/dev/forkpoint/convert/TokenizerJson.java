@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.forkpoint.format.ModelFormatException;
 import dev.forkpoint.format.gguf.GgufFile;
+import dev.forkpoint.tokenizer.HfPreTokenization;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -34,22 +35,6 @@ final class TokenizerJson {
 
     /** llama.cpp's token types. */
     static final int NORMAL = 1, UNKNOWN = 2, CONTROL = 3, USER_DEFINED = 4, UNUSED = 5, BYTE = 6;
-
-    /** Split expressions of byte-level vocabularies, by {@code tokenizer.ggml.pre}, in Hugging Face's spelling. */
-    static final String LLAMA3_REGEX = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-    static final String QWEN2_REGEX = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-    static final Map<String, String> PRE_REGEX = Map.of(
-            "llama-bpe", LLAMA3_REGEX, "llama3", LLAMA3_REGEX, "llama-v3", LLAMA3_REGEX, "smaug-bpe", LLAMA3_REGEX,
-            "qwen2", QWEN2_REGEX, "deepseek-r1-qwen", QWEN2_REGEX);
-    private static final java.util.Set<String> GPT2_PRE = java.util.Set.of("gpt2", "gpt-2", "phi-2");
-    /**
-     * llama.cpp's "default" byte-level pre-tokenizer: four expressions applied one after another, each splitting the
-     * pieces the previous one left (punctuation runs, GPT-2's expression, digit runs, then digit triples) — in Hugging
-     * Face terms a Sequence of Isolated Splits.
-     */
-    static final List<String> DEFAULT_REGEXES = List.of("[\\p{P}\\$\\+<=>\\^~\\|]+",
-            "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)", "\\p{N}+", "[0-9][0-9][0-9]");
-    private static final java.util.Set<String> IGNORE_MERGES = java.util.Set.of("llama-bpe", "llama3", "llama-v3");
 
     private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
 
@@ -80,7 +65,8 @@ final class TokenizerJson {
         unk = id("unknown_token_id", llama ? 0 : -1);
         pad = id("padding_token_id", -1);
         String pre = f.getString("tokenizer.ggml.pre", "default");
-        addBos = f.getBool("tokenizer.ggml.add_bos_token", llama || IGNORE_MERGES.contains(pre)) && bos >= 0;
+        boolean bosByDefault = llama || HfPreTokenization.forGgufName(pre).map(HfPreTokenization::addBosDefault).orElse(false);
+        addBos = f.getBool("tokenizer.ggml.add_bos_token", bosByDefault) && bos >= 0;
         addEos = f.getBool("tokenizer.ggml.add_eos_token", false) && eos >= 0;
     }
 
@@ -151,23 +137,23 @@ final class TokenizerJson {
             if (prefix) ds.addObject().put("type", "Strip").put("content", " ").put("start", 1).put("stop", 0);
         } else {
             String pre = f.getString("tokenizer.ggml.pre", "gpt2");
-            if (pre.equals("qwen2") || pre.equals("deepseek-r1-qwen")) o.putObject("normalizer").put("type", "NFC");
+            HfPreTokenization p = HfPreTokenization.forGgufName(pre).orElseThrow(() -> new ModelFormatException(f.path(),
+                    "metadata tokenizer.ggml.pre", "pre-tokenizer \"" + pre + "\" has no known Hugging Face equivalent; supported: "
+                    + "default, gpt2, llama-bpe, qwen2 and their aliases"));
+            if (p.nfc()) o.putObject("normalizer").put("type", "NFC");
             else o.putNull("normalizer");
-            if (GPT2_PRE.contains(pre)) {
+            if (p.splitExpressions().isEmpty()) {
                 o.set("pre_tokenizer", byteLevel(true));
-            } else if (PRE_REGEX.containsKey(pre) || pre.equals("default")) {
+            } else {
                 ObjectNode seq = o.putObject("pre_tokenizer");
                 seq.put("type", "Sequence");
                 ArrayNode ps = seq.putArray("pretokenizers");
-                for (String regex : pre.equals("default") ? DEFAULT_REGEXES : List.of(PRE_REGEX.get(pre))) {
+                for (String regex : p.splitExpressions()) {
                     ObjectNode split = ps.addObject().put("type", "Split");
                     split.putObject("pattern").put("Regex", regex);
                     split.put("behavior", "Isolated").put("invert", false);
                 }
                 ps.add(byteLevel(false));
-            } else {
-                throw new ModelFormatException(f.path(), "metadata tokenizer.ggml.pre", "pre-tokenizer \"" + pre
-                        + "\" has no known Hugging Face equivalent; supported: default, gpt2, llama-bpe, qwen2 and their aliases");
             }
             o.set("post_processor", addBos || addEos ? template() : byteLevel(false).put("trim_offsets", false));
             o.set("decoder", byteLevel(false));
@@ -216,7 +202,8 @@ final class TokenizerJson {
         m.putNull("end_of_word_suffix");
         m.put("fuse_unk", llama);
         m.put("byte_fallback", llama);
-        m.put("ignore_merges", !llama && IGNORE_MERGES.contains(f.getString("tokenizer.ggml.pre", "")));
+        m.put("ignore_merges", !llama && HfPreTokenization.forGgufName(f.getString("tokenizer.ggml.pre", ""))
+                .map(HfPreTokenization::ignoreMerges).orElse(false));
         ObjectNode vocab = m.putObject("vocab");
         Map<String, Integer> ids = new HashMap<>();
         for (int i = 0; i < tokens.length; i++) {
@@ -296,11 +283,6 @@ final class TokenizerJson {
         c.put("model_max_length", f.getInt(f.getString("general.architecture", "llama") + ".context_length", 2048));
         c.put("tokenizer_class", llama ? "LlamaTokenizer" : "PreTrainedTokenizerFast");
         return c;
-    }
-
-    /** Reads a JSON file of a folder, naming the file on failure. */
-    static com.fasterxml.jackson.databind.JsonNode readJson(Path file) throws IOException {
-        return dev.forkpoint.format.JsonFile.read(file, file.getFileName().toString());
     }
 
     static boolean exists(Path folder) {

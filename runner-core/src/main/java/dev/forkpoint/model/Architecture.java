@@ -5,8 +5,10 @@ import dev.forkpoint.backend.Backend;
 import dev.forkpoint.backend.Ops;
 import dev.forkpoint.backend.Segment;
 import dev.forkpoint.backend.Weight;
+import dev.forkpoint.format.hf.HfTensorNames;
 
 import java.util.List;
+import java.util.Optional;
 import java.util.function.IntConsumer;
 
 /** A model's graph, described against the backend-neutral {@link Ops}. */
@@ -37,6 +39,18 @@ public interface Architecture {
 
         /** Hugging Face's {@code model_type} of the architecture, when it differs from the GGUF name. */
         default String hfModelType() { return name(); }
+
+        /**
+         * The row order of the q and k projections (and their biases) in this architecture's GGUF files: GGUF row
+         * {@code i} holds Hugging Face row {@code result[i]}; null when GGUF keeps Hugging Face's order (NeoX RoPE).
+         * llama.cpp permutes Llama's rows for the adjacent-pair RoPE layout ({@link HfTensorNames#llamaRowPermutation}).
+         */
+        default int[] ggufQkRowOrder(int heads, int headDim) {
+            return ggufNeoxRope() ? null : HfTensorNames.llamaRowPermutation(heads, headDim);
+        }
+
+        /** How the converter writes this architecture; empty for one it does not convert. */
+        default Optional<HfLayout> hfLayout() { return Optional.empty(); }
 
         Architecture load(ModelConfig config, ModelTensors tensors, Backend backend, IntConsumer tensorLoaded);
     }

@@ -5,6 +5,7 @@ import dev.forkpoint.format.gguf.GgufFile;
 import dev.forkpoint.tensor.GgmlType;
 
 import java.util.List;
+import java.util.Optional;
 import java.util.stream.Collectors;
 
 /** The architectures Forkpoint runs, by GGUF {@code general.architecture} name. */
@@ -13,6 +14,16 @@ public final class Architectures {
             new Qwen35(), new Qwen35Moe(), new Qwen3Next(), new Qwen3Moe());
 
     private Architectures() {}
+
+    /** The architectures the converter reads and writes (those with a {@link Architecture.Spec#hfLayout()}). */
+    public static List<Architecture.Spec> converted() {
+        return ALL.stream().filter(s -> s.hfLayout().isPresent()).toList();
+    }
+
+    /** The spec whose GGUF name or Hugging Face model_type is {@code arch}, if any. */
+    public static Optional<Architecture.Spec> find(String arch) {
+        return ALL.stream().filter(s -> s.name().equals(arch) || s.hfModelType().equals(arch)).findFirst();
+    }
 
     public static String supportedNames() {
         return ALL.stream().map(Architecture.Spec::name).collect(Collectors.joining(", "));
@@ -33,7 +44,7 @@ public final class Architectures {
 
     /** The spec named {@code arch} (GGUF architecture or Hugging Face model_type); {@code field} names where it was read. */
     static Architecture.Spec named(String arch, java.nio.file.Path file, String field) {
-        return ALL.stream().filter(s -> s.name().equals(arch) || s.hfModelType().equals(arch)).findFirst().orElseThrow(() ->
+        return find(arch).orElseThrow(() ->
                 new ModelFormatException(file, field, "architecture '" + arch + "' is not supported; supported architectures: " + supportedNames()));
     }
 }

@@ -2,6 +2,7 @@ package dev.forkpoint.model;
 
 import dev.forkpoint.backend.Backend;
 
+import java.util.Optional;
 import java.util.function.IntConsumer;
 
 /**
@@ -10,11 +11,15 @@ import java.util.function.IntConsumer;
  * {@code rope_freqs.weight}; without {@code output.weight} the embeddings are tied.
  */
 record Llama() implements Architecture.Spec {
+    private static final ModelWeights.Parts PARTS = new ModelWeights.Parts(false, false);
+
     public String name() { return "llama"; }
 
     public boolean ggufNeoxRope() { return false; }
 
+    public Optional<HfLayout> hfLayout() { return Optional.of(HfLayout.dense("LlamaForCausalLM", PARTS)); }
+
     public Architecture load(ModelConfig config, ModelTensors tensors, Backend backend, IntConsumer tensorLoaded) {
-        return new Transformer(config, ModelWeights.load(tensors, backend, config, new ModelWeights.Parts(false, false), tensorLoaded));
+        return new Transformer(config, ModelWeights.load(tensors, backend, config, PARTS, tensorLoaded));
     }
 }

@@ -2,6 +2,7 @@ package dev.forkpoint.model;
 
 import dev.forkpoint.backend.Backend;
 
+import java.util.Optional;
 import java.util.function.IntConsumer;
 
 /**
@@ -9,11 +10,15 @@ import java.util.function.IntConsumer;
  * (NeoX layout); the head size ({@code attention.key_length}) may differ from dim / heads.
  */
 record Qwen3() implements Architecture.Spec {
+    private static final ModelWeights.Parts PARTS = new ModelWeights.Parts(false, true);
+
     public String name() { return "qwen3"; }
 
     public boolean ggufNeoxRope() { return true; }
 
+    public Optional<HfLayout> hfLayout() { return Optional.of(HfLayout.dense("Qwen3ForCausalLM", PARTS)); }
+
     public Architecture load(ModelConfig config, ModelTensors tensors, Backend backend, IntConsumer tensorLoaded) {
-        return new Transformer(config, ModelWeights.load(tensors, backend, config, new ModelWeights.Parts(false, true), tensorLoaded));
+        return new Transformer(config, ModelWeights.load(tensors, backend, config, PARTS, tensorLoaded));
     }
 }

@@ -2,6 +2,7 @@ package dev.forkpoint.model;
 
 import dev.forkpoint.backend.Backend;
 
+import java.util.Optional;
 import java.util.function.IntConsumer;
 
 /** Qwen3.5-MoE / Qwen3.6-35B-A3B: the Qwen3.5 mixers over a mixture of experts with a gated shared expert in every layer. */
@@ -11,6 +12,8 @@ record Qwen35Moe() implements Architecture.Spec {
     public String hfModelType() { return "qwen3_5_moe"; }
 
     public boolean ggufNeoxRope() { return true; }
+
+    public Optional<HfLayout> hfLayout() { return Optional.of(HfLayout.hybrid("Qwen3_5MoeForConditionalGeneration")); }
 
     public Architecture load(ModelConfig config, ModelTensors tensors, Backend backend, IntConsumer tensorLoaded) {
         return new HybridTransformer(config, HybridWeights.load(tensors, backend, config, true, tensorLoaded));

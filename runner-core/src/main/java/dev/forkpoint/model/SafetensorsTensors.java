@@ -10,8 +10,10 @@ import dev.forkpoint.format.safetensors.SafetensorsDtype;
 import dev.forkpoint.format.safetensors.SafetensorsFile;
 import dev.forkpoint.format.safetensors.SafetensorsShards;
 import dev.forkpoint.format.safetensors.SafetensorsTensor;
+import dev.forkpoint.tensor.AffineCodec;
 import dev.forkpoint.tensor.AffineFormat;
 import dev.forkpoint.tensor.AffineTensor;
+import dev.forkpoint.tensor.FpCodec;
 import dev.forkpoint.tensor.FpFormat;
 import dev.forkpoint.tensor.FpTensor;
 import dev.forkpoint.tensor.GgmlTensor;
@@ -45,7 +47,7 @@ import java.util.Optional;
  * {@code P.weight.global_scale}). Every refusal names the file and the tensor (or the config or metadata key).
  * Plain tensors must be F32, F16 or BF16.
  */
-final class SafetensorsTensors implements ModelTensors {
+public final class SafetensorsTensors implements ModelTensors {
     /** Ollama's quant_type values read here, for messages. */
     static final String BLOB_TYPES = "int4 (also q4, fp4) and int8 (also q8, fp8): affine, scales and biases; "
             + "mxfp4 (group size 32), nvfp4 (group size 16), mxfp8 (group size 32): no biases";
@@ -57,7 +59,11 @@ final class SafetensorsTensors implements ModelTensors {
     private final Map<String, SafetensorsFile> fileOf = new HashMap<>();
     private final Map<String, SafetensorsTensor> byGguf = new HashMap<>();
 
-    SafetensorsTensors(Path path, SafetensorsShards shards, JsonNode quantization, Path configFile) {
+    /**
+     * The tensors of {@code shards}, quantised modules read by config.json's {@code quantization} block (null when
+     * the model is not quantised) at {@code configFile}; {@code path} is what the user named, for messages.
+     */
+    public SafetensorsTensors(Path path, SafetensorsShards shards, JsonNode quantization, Path configFile) {
         this.path = path;
         this.shards = shards;
         this.quantization = quantization;
@@ -106,14 +112,54 @@ final class SafetensorsTensors implements ModelTensors {
                 case FpFormat f -> backend.weight(new FpTensor(name, q.rows, q.cols, f, q.packed.data(), q.scales.data()));
             };
         }
+        long[] ggml = shape(name).orElseThrow();
+        return backend.weight(new GgmlTensor(name, plainType(t), ggml, t.data()));
+    }
+
+    /** A plain tensor's element type: F32, F16 or BF16; another dtype is refused naming the tensor. */
+    private static GgmlType plainType(SafetensorsTensor t) {
         SafetensorsFile.requireReadable(t);
         GgmlType type = t.dtype().ggmlType();
         if (type == null) {
             throw new ModelFormatException(t.file(), "tensor " + t.name(), "dtype " + t.dtype()
                     + " without scales: a plain weight must be F32, F16 or BF16");
         }
-        long[] ggml = shape(name).orElseThrow();
-        return backend.weight(new GgmlTensor(name, type, ggml, t.data()));
+        return type;
+    }
+
+    /**
+     * The rows of {@code t} (a tensor of these shards, by its name in the file) as floats: a plain tensor's as
+     * stored, a quantised module's weight dequantised as MLX does, after the same checks as {@link #weight}.
+     * Its shape is row-major, the columns of a quantised weight unpacked.
+     */
+    public TensorRows rows(SafetensorsTensor t) {
+        String origin = t.file() + ": " + t.name();
+        Quantized q = quantized(t);
+        if (q == null) {
+            GgmlType type = plainType(t);
+            long[] shape = t.shape();
+            if (shape.length == 0) throw new ModelFormatException(t.file(), "tensor " + t.name(), "is a scalar; a weight has one or more dimensions");
+            int cols = Math.toIntExact(last(shape));
+            long rowBytes = type.bytesFor(cols);
+            return new TensorRows(t.name(), shape, type, origin,
+                    (row, dst) -> dev.forkpoint.tensor.Quantization.dequantize(type, t.data(), row * rowBytes, dst, 0, cols));
+        }
+        long[] shape = q.packed.shape().clone();
+        shape[shape.length - 1] = q.cols;
+        try {
+            return switch (q.format) {
+                case AffineFormat a -> {
+                    var codes = new AffineTensor(t.name(), q.rows, q.cols, a, q.packed.data(), q.scales.dtype().ggmlType(), q.scales.data(), q.biases.data());
+                    yield new TensorRows(t.name(), shape, null, origin, (row, dst) -> AffineCodec.dequantizeRow(codes, row, dst, 0));
+                }
+                case FpFormat f -> {
+                    var codes = new FpTensor(t.name(), q.rows, q.cols, f, q.packed.data(), q.scales.data());
+                    yield new TensorRows(t.name(), shape, null, origin, (row, dst) -> FpCodec.dequantizeRow(codes, row, dst, 0));
+                }
+            };
+        } catch (dev.forkpoint.InvalidInputException e) {
+            throw new ModelFormatException(t.file(), "tensor " + t.name(), e.getMessage());
+        }
     }
 
     public float[] floats(String name) {

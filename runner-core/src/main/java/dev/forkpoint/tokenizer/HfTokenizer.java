@@ -211,6 +211,10 @@ final class HfTokenizer implements Tokenizer {
         Integer bos, eos;
         Boolean addBos, addEos;
         List<Integer> endOfGeneration = new ArrayList<>();
+        /** tokenizer.json's merges as written, in rank order (for {@link GgufTokenizerMetadata}). */
+        String[][] mergePairs = new String[0][];
+        /** The pre-tokenizer's Split expressions as written (null for a literal pattern), in order. */
+        List<String> splitRegexes = new ArrayList<>();
         /** The file or folder the tokenizer comes from, for errors. */
         java.nio.file.Path source = java.nio.file.Path.of("tokenizer");
 

@@ -302,7 +302,8 @@ final class TokenizerFiles {
         return id;
     }
 
-    private static JsonNode readIfPresent(Path file) {
+    /** A JSON object file of a folder (tokenizer_config.json, generation_config.json), or null when absent. */
+    static JsonNode readIfPresent(Path file) {
         if (!Files.isRegularFile(file)) return null;
         JsonFields json = new JsonFields(file);
         JsonNode n = json.read();

@@ -18,6 +18,7 @@ import java.util.regex.PatternSyntaxException;
  */
 final class TokenizerJson {
     private final JsonFields json;
+    private final List<String> splitRegexes = new ArrayList<>();
 
     private TokenizerJson(Path file) {
         this.json = new JsonFields(file);
@@ -40,6 +41,7 @@ final class TokenizerJson {
         }
         b.normalizer = normalizer(JsonFields.optional(root, "normalizer"), "normalizer");
         b.preTokenizer = preTokenizer(JsonFields.optional(root, "pre_tokenizer"), "pre_tokenizer");
+        b.splitRegexes = splitRegexes;
         b.decoder = decoder(JsonFields.optional(root, "decoder"), "decoder");
         postProcessor(JsonFields.optional(root, "post_processor"), "post_processor", b);
         return b;
@@ -100,6 +102,7 @@ final class TokenizerJson {
             }
         }
         b.vocab = vocab;
+        b.mergePairs = pairs;
         b.merges = HfBpe.mergesOf(vocab, pairs, i -> json.error("model.merges[" + i + "]",
                 "\"" + pairs[i][0] + "\", \"" + pairs[i][1] + "\" or their concatenation is not in model.vocab"));
         String unk = json.optionalString(model, "unk_token", "model.unk_token");
@@ -190,7 +193,9 @@ final class TokenizerJson {
                     case "Contiguous" -> HfPreTokenizer.Behavior.CONTIGUOUS;
                     default -> throw json.error(where + ".behavior", "unknown split behavior \"" + behavior + "\"");
                 };
-                yield new HfPreTokenizer.Split(pattern(n, where), b, json.bool(n, "invert", false, where + ".invert"));
+                Pattern pattern = pattern(n, where);
+                splitRegexes.add(json.optionalString(n.get("pattern"), "Regex", where + ".pattern.Regex"));
+                yield new HfPreTokenizer.Split(pattern, b, json.bool(n, "invert", false, where + ".invert"));
             }
             case "Metaspace" -> {
                 char replacement = singleChar(n, "replacement", "\u2581", where);

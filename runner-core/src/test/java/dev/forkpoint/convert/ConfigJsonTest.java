@@ -4,9 +4,9 @@ import dev.forkpoint.TestData;
 import dev.forkpoint.format.ModelFormatException;
 import dev.forkpoint.format.gguf.GgufFile;
 import dev.forkpoint.format.gguf.GgufTensor;
-import dev.forkpoint.format.hf.HfTensorNames;
 import dev.forkpoint.format.safetensors.SafetensorsDtype;
 import dev.forkpoint.format.safetensors.SafetensorsShards;
+import dev.forkpoint.reference.HfNaming;
 import dev.forkpoint.tensor.GgmlType;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -57,7 +57,7 @@ class ConfigJsonTest {
         try (GgufFile in = GgufFile.open(q8); SafetensorsShards st = SafetensorsShards.open(folder)) {
             GgufTensor t = in.tensor("blk.1.attn_v.weight");
             assertEquals(GgmlType.Q8_0, t.type());
-            var hf = st.tensor(HfTensorNames.toHf(t.name()).orElseThrow());
+            var hf = st.tensor(HfNaming.hf(t.name()));
             assertEquals(SafetensorsDtype.F16, hf.dtype());
             byte[] blocks = t.data().toArray(ValueLayout.JAVA_BYTE);
             for (int i = 0; i < t.elementCount(); i++) {

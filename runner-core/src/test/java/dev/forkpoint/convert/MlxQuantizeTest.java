@@ -5,17 +5,17 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.forkpoint.TestData;
 import dev.forkpoint.format.gguf.GgufFile;
 import dev.forkpoint.format.gguf.GgufTensor;
-import dev.forkpoint.format.hf.HfTensorNames;
 import dev.forkpoint.format.safetensors.SafetensorsDtype;
 import dev.forkpoint.format.safetensors.SafetensorsFile;
 import dev.forkpoint.format.safetensors.SafetensorsTensor;
+import dev.forkpoint.reference.HfNaming;
 import dev.forkpoint.tensor.AffineCodec;
 import dev.forkpoint.tensor.AffineFormat;
 import dev.forkpoint.tensor.GgmlType;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
@@ -47,9 +47,8 @@ class MlxQuantizeTest {
         float[] g = t.data().toArray(F32);
         int heads = hfName.contains("q_proj") ? 8 : hfName.contains("k_proj") ? 4 : 0;
         if (heads == 0) return g;
-        int[] hfRowOf = HfTensorNames.llamaRowPermutation(heads, 8);
         float[] out = new float[g.length];
-        for (int i = 0; i < rows; i++) System.arraycopy(g, i * cols, out, hfRowOf[i] * cols, cols);
+        for (int i = 0; i < rows; i++) System.arraycopy(g, i * cols, out, HfNaming.llamaHfRow(i, 8) * cols, cols);
         return out;
     }
 
@@ -67,7 +66,7 @@ class MlxQuantizeTest {
         int checked = 0;
         try (GgufFile in = GgufFile.open(stories()); SafetensorsFile st = SafetensorsFile.open(folder.resolve("model.safetensors"))) {
             for (GgufTensor t : in.tensors()) {
-                String hf = HfTensorNames.toHf(t.name()).orElseThrow();
+                String hf = HfNaming.hf(t.name());
                 String module = hf.substring(0, hf.lastIndexOf('.'));
                 if (t.shape().length < 2) {
                     assertEquals(SafetensorsDtype.F32, st.tensor(hf).dtype(), hf + " norms stay F32");

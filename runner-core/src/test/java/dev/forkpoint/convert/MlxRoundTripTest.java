@@ -7,12 +7,12 @@ import dev.forkpoint.engine.LoadProgress;
 import dev.forkpoint.engine.LoadedModel;
 import dev.forkpoint.format.gguf.GgufFile;
 import dev.forkpoint.format.gguf.GgufTensor;
-import dev.forkpoint.format.hf.HfTensorNames;
 import dev.forkpoint.format.safetensors.SafetensorsDtype;
 import dev.forkpoint.format.safetensors.SafetensorsFile;
 import dev.forkpoint.format.safetensors.SafetensorsShards;
 import dev.forkpoint.format.safetensors.SafetensorsTensor;
 import dev.forkpoint.model.ModelConfig;
+import dev.forkpoint.reference.HfNaming;
 import dev.forkpoint.sampling.SamplingOptions;
 import dev.forkpoint.tensor.GgmlType;
 import org.junit.jupiter.api.Test;
@@ -118,7 +118,7 @@ class MlxRoundTripTest {
             assertArrayEquals(in.tensor("blk.2.attn_v.weight").data().toArray(ValueLayout.JAVA_BYTE), v.data().toArray(ValueLayout.JAVA_BYTE),
                     "v is not permuted");
             assertEquals(st.tensors().size(), in.tensors().size());
-            for (GgufTensor t : in.tensors()) assertTrue(st.find(HfTensorNames.toHf(t.name()).orElseThrow()).isPresent(), t.name());
+            for (GgufTensor t : in.tensors()) assertTrue(st.find(HfNaming.hf(t.name())).isPresent(), t.name());
         }
     }
 

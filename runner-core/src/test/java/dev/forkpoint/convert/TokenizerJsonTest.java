@@ -5,6 +5,7 @@ import dev.forkpoint.TestData;
 import dev.forkpoint.format.gguf.GgufFile;
 import dev.forkpoint.format.gguf.GgufWriter;
 import dev.forkpoint.format.gguf.MetadataValue;
+import dev.forkpoint.tokenizer.GgufTokenizerMetadata;
 import dev.forkpoint.tokenizer.Tokenizer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -91,8 +92,7 @@ class TokenizerJsonTest {
         Path folder = tmp.resolve("gpt2");
         Files.createDirectories(folder);
         Files.copy(original, folder.resolve("tokenizer.json"));
-        var config = new ConfigJson("llama", 64, 1, 1, 1, 64, 64, 50257, 1024, 1e-5f, 10000, null, true, "float32", -1, List.of());
-        Map<String, MetadataValue> meta = TokenizerMetadata.fromFolder(folder, config);
+        Map<String, MetadataValue> meta = GgufTokenizerMetadata.fromFolder(folder, 50257, -1, List.of());
         assertEquals("gpt2", ((MetadataValue.Str) meta.get("tokenizer.ggml.model")).value());
         assertEquals("gpt-2", ((MetadataValue.Str) meta.get("tokenizer.ggml.pre")).value());
         Path gguf = tmp.resolve("gpt2.gguf");

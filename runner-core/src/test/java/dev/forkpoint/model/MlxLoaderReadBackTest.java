@@ -12,10 +12,10 @@ import dev.forkpoint.convert.MlxOptions;
 import dev.forkpoint.convert.ModelConverter;
 import dev.forkpoint.format.gguf.GgufFile;
 import dev.forkpoint.format.gguf.GgufTensor;
-import dev.forkpoint.format.hf.HfTensorNames;
 import dev.forkpoint.format.safetensors.SafetensorsShards;
 import dev.forkpoint.format.safetensors.SafetensorsTensor;
 import dev.forkpoint.kvcache.SequenceKv;
+import dev.forkpoint.reference.HfNaming;
 import dev.forkpoint.tensor.AffineTensor;
 import dev.forkpoint.tensor.GgmlTensor;
 import dev.forkpoint.tensor.WeightSource;
@@ -71,7 +71,7 @@ class MlxLoaderReadBackTest {
                 files.load(backend, n -> {});
                 int quantised = 0;
                 for (GgufTensor src : gguf.tensors()) {
-                    String hf = HfTensorNames.toHf(src.name()).orElseThrow();
+                    String hf = HfNaming.hf(src.name());
                     String module = hf.substring(0, hf.lastIndexOf('.'));
                     AffineTensor a = backend.affine.get(src.name());
                     if (a != null) {

@@ -3,7 +3,6 @@ package dev.forkpoint.reference;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.forkpoint.convert.TokenizerMetadataForTests;
 import dev.forkpoint.format.gguf.GgufWriter;
 import dev.forkpoint.format.gguf.MetadataValue;
 import dev.forkpoint.format.safetensors.SafetensorsDtype;
@@ -11,6 +10,7 @@ import dev.forkpoint.format.safetensors.SafetensorsShards;
 import dev.forkpoint.format.safetensors.SafetensorsTensor;
 import dev.forkpoint.tensor.GgmlType;
 import dev.forkpoint.tensor.Quantization;
+import dev.forkpoint.tokenizer.GgufTokenizerMetadata;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -153,7 +153,7 @@ public final class LlamaCppQwen35Gguf {
         if (e != null && e.isIntegralNumber()) eos.add(e.asInt());
         else if (e != null && e.isArray()) e.forEach(x -> eos.add(x.asInt()));
         int bos = hp.path("bos_token_id").isIntegralNumber() ? hp.get("bos_token_id").asInt() : -1;
-        w.putAll(TokenizerMetadataForTests.fromFolder(folder, hp.get("vocab_size").asInt(), bos, eos));
+        w.putAll(GgufTokenizerMetadata.fromFolder(folder, hp.get("vocab_size").asInt(), bos, eos));
 
         try (Arena arena = Arena.ofConfined()) {
             for (Out o : out) {

@@ -80,13 +80,7 @@ public final class HfTensorNames {
 
     /** The GGUF name of a Hugging Face tensor name, or empty when it has none (rotary caches, vision towers, …). */
     public static Optional<String> toGguf(String name) {
-        String hf = name;
-        for (String[] p : PREFIXES) {
-            if (hf.startsWith(p[0])) {
-                hf = p[1] + hf.substring(p[0].length());
-                break;
-            }
-        }
+        String hf = canonical(name);
         Matcher expert = HF_EXPERT.matcher(hf);   // Hugging Face's per-expert tensors (Qwen3-MoE, Qwen3-Next)
         if (expert.matches()) {
             return Optional.of("blk." + expert.group(1) + ".ffn_" + expert.group(3) + "_exps." + expert.group(2) + "." + expert.group(4));
@@ -105,6 +99,15 @@ public final class HfTensorNames {
             for (String[] p : GLOBAL) if (p[0].equals(m.group(1))) return Optional.of(p[1] + "." + m.group(2));
         }
         return Optional.empty();
+    }
+
+    /**
+     * The name with a vision-language checkpoint's language-model prefix ({@code model.language_model.}, mlx-lm's
+     * {@code language_model.model.}) replaced by {@code model.} ({@code lm_head.} for the output); others as they are.
+     */
+    public static String canonical(String name) {
+        for (String[] p : PREFIXES) if (name.startsWith(p[0])) return p[1] + name.substring(p[0].length());
+        return name;
     }
 
     /** The Hugging Face name of a GGUF tensor name, or empty when it has none ({@code rope_freqs.weight}). */
