@@ -382,10 +382,7 @@ static inline void affine_rows_vnni(const int bits, const int32_t kind, const ui
         switch (n) {                                                                                                  \
             FP_AFFINE_VNNI_CASE(BITS, 1) FP_AFFINE_VNNI_CASE(BITS, 2) FP_AFFINE_VNNI_CASE(BITS, 3)                    \
             FP_AFFINE_VNNI_CASE(BITS, 4) FP_AFFINE_VNNI_CASE(BITS, 5) FP_AFFINE_VNNI_CASE(BITS, 6)                    \
-            FP_AFFINE_VNNI_CASE(BITS, 7) FP_AFFINE_VNNI_CASE(BITS, 8) FP_AFFINE_VNNI_CASE(BITS, 9)                    \
-            FP_AFFINE_VNNI_CASE(BITS, 10) FP_AFFINE_VNNI_CASE(BITS, 11) FP_AFFINE_VNNI_CASE(BITS, 12)                 \
-            FP_AFFINE_VNNI_CASE(BITS, 13) FP_AFFINE_VNNI_CASE(BITS, 14) FP_AFFINE_VNNI_CASE(BITS, 15)                 \
-            FP_AFFINE_VNNI_CASE(BITS, 16)                                                                             \
+            FP_AFFINE_VNNI_CASE(BITS, 7) FP_AFFINE_VNNI_CASE(BITS, 8) FP_AFFINE_VNNI_CASE(BITS, 16)                   \
             default: affine_rows_vnni(BITS, kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, n, out, out_stride); return; \
         }                                                                                                             \
     }
