@@ -290,8 +290,8 @@ static inline void affine_codes16(const uint8_t* const* p, int64_t o, __m512i d[
  * into each token's accumulator the bias terms b_g·X_g in group order, then per block in block order
  * (s_g·d_k)·Σ q·x, where Σ q·x is eight vpdpbusd of the block's transposed codes (unsigned: 4 bits the low nibbles of
  * dwords 0–3 then their high nibbles, meeting the activations' nibble order; 8 bits the codes as they are) with the
- * token's activation dwords broadcast; exact in int32, no correction. While a tile is read, the next tile's codes,
- * scales and biases are prefetched, one line per row as the sweep reaches it.
+ * token's activation dwords broadcast; exact in int32, no correction. While a tile is read, the next tile's codes
+ * are prefetched into L2 as one sequential stream, and its scales and biases per sixteen groups.
  */
 __attribute__((target(FP_VNNI), always_inline))
 static inline void affine_rows_vnni(const int bits, const int32_t kind, const uint8_t* w, const uint8_t* scales,
@@ -304,13 +304,11 @@ static inline void affine_rows_vnni(const int bits, const int32_t kind, const ui
     const int64_t row_bytes = (int64_t)blocks * block_bytes, group_bytes = (int64_t)groups * value_bytes;
     for (int32_t r0 = 0; r0 < rows; r0 += 16) {
         const uint8_t* code[16];
-        const uint8_t* next[16];
         const uint8_t* sc[16];
         const uint8_t* bi[16];
         for (int j = 0; j < 16; j++) {
-            int64_t r = r0 + j < rows ? r0 + j : rows - 1, rn = r0 + 16 + j < rows ? r0 + 16 + j : rows - 1;
+            int64_t r = r0 + j < rows ? r0 + j : rows - 1;
             code[j] = w + r * row_bytes;
-            next[j] = w + rn * row_bytes;
             sc[j] = scales + r * group_bytes;
             bi[j] = biases + r * group_bytes;
         }
@@ -338,8 +336,12 @@ static inline void affine_rows_vnni(const int bits, const int32_t kind, const ui
             const int32_t end = (g0 + count) << gs;
             for (int32_t k = g0 << gs; k < end; k++) {
                 const int64_t o = (int64_t)k * block_bytes;
-                if ((o & 63) == 0) {
-                    for (int j = 0; j < 16; j++) __builtin_prefetch(next[j] + o, 0, 3);
+                /* the next tile's codes (16 rows: one contiguous span of blocks·16 block sizes) as one sequential
+                   stream into L2, 16 block sizes of it per block, so that it is all asked for by the tile's end
+                   (a line per row at the sweep's column instead, 16 streams, measured slower: decode 1.4x the time) */
+                if (r0 + 16 < rows) {
+                    const uint8_t* ahead = w + (int64_t)(r0 + 16) * row_bytes + o * 16;
+                    for (int64_t l = 0; l < block_bytes * 16; l += 64) __builtin_prefetch(ahead + l, 0, 2);
                 }
                 __m512i q[8];
                 if (bits == 4) {
