@@ -207,16 +207,19 @@ FP_EXPORT void fp_affine8_rows_avx2(const uint8_t* w, const uint8_t* scales, con
     affine_rows_avx2(8, w, scales, biases, scale_kind, group_shift, blocks, rows, xq, xd, xg, n, out, out_stride);
 }
 
-/* ---- AVX-512 VNNI: row-outer, a pair of blocks per step for all n tokens (as the Q4_0 / Q8_0 VNNI kernels) ---- */
+/* ---- AVX-512 VNNI: 8 bits one row at a time (as the Q4_0 / Q8_0 VNNI kernels); 4 bits sixteen rows in the sixteen
+ * lanes, every token of the call per block ---- */
 
-static const int32_t FP_AFFINE_PAIR_SCALES[16] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
-
-/* The activation scales of blocks b and b+1 (two consecutive floats) spread to lanes 0–7 and 8–15. */
-__attribute__((target(FP_VNNI)))
-static inline __m512 affine_pair_scales(const float* two) {
-    return _mm512_permutexvar_ps(_mm512_loadu_si512((const void*)FP_AFFINE_PAIR_SCALES),
-                                 _mm512_castps128_ps512(_mm_castpd_ps(_mm_load_sd((const double*)two))));
-}
+/*
+ * Why rows in lanes: with a row's blocks in the lanes (one row at a time), each vpdpbusd of a block pair was followed, per
+ * token, by a conversion, a scale product and a multiply-add of its own, and by a reload of the pair's 64 activation
+ * bytes, which for rows of 8192 columns and 16 tokens (128 KiB) came from L2: prefill ran at half the rate of short rows.
+ * Here a register holds one int32 lane per row of a tile of sixteen: four codes of that row (one dword of its block,
+ * low or high nibbles) meet four activation bytes broadcast to every lane, so a block is eight vpdpbusd per token and
+ * the float work (conversion, s·d, multiply-add) is one instruction each per block, token and sixteen rows. The codes
+ * of a block are transposed into that order once per tile for all the call's tokens, and the scales and biases once per
+ * sixteen groups. The lanes never mix: a row's result does not depend on its lane, the tile, the slice or n.
+ */
 
 /* Up to sixteen scales or biases from group g on (mask: which exist) as floats; the others 0. */
 __attribute__((target(FP_VNNI)))
@@ -227,8 +230,20 @@ static inline __m512 affine_values16(const uint8_t* p, int kind, int32_t g, __mm
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
+static const int32_t FP_AFFINE_PAIR_SCALES[16] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
+
+/* The activation scales of blocks b and b+1 (two consecutive floats) spread to lanes 0–7 and 8–15. */
+__attribute__((target(FP_VNNI)))
+static inline __m512 affine_pair_scales(const float* two) {
+    return _mm512_permutexvar_ps(_mm512_loadu_si512((const void*)FP_AFFINE_PAIR_SCALES),
+                                 _mm512_castps128_ps512(_mm_castpd_ps(_mm_load_sd((const double*)two))));
+}
+
 /*
- * The body for a token count and width known at compile time (the n accumulators then stay in registers).
+ * The 8-bit body (one row at a time, its blocks in the lanes) for a token count and width known at compile time (the n
+ * accumulators then stay in registers); the sixteen-rows form below measured 2.5x faster for 8-bit prefill too, but a
+ * converted 8-bit MoE model's prompt logits then differed from the Java kernels' by 0.5 (HybridMlxGreedyTest), not
+ * explained yet.
  * Per row, first the bias term Σ_g b_g·X_g, sixteen groups per step (masked at the end), into each token's
  * accumulator; then per pair of blocks the codes in the activations' order in one register — 8 bits: the 64 bytes as
  * they are; 4 bits: the two blocks' 16 bytes each twice, shifted by 0 or 4 per 128-bit lane and masked, [low b | high
@@ -236,7 +251,7 @@ static inline __m512 affine_values16(const uint8_t* p, int kind, int32_t g, __mm
  * correction, exact), a conversion and a multiply-add with the blocks' s·d (lanes 0–7 block b, 8–15 block b+1).
  */
 __attribute__((target(FP_VNNI), always_inline))
-static inline void affine_rows_vnni(const int bits, const int32_t kind, const uint8_t* w, const uint8_t* scales,
+static inline void affine_rows_vnni_pairs(const int bits, const int32_t kind, const uint8_t* w, const uint8_t* scales,
                                     const uint8_t* biases, int32_t gs, int32_t blocks, int32_t rows, const int8_t* xq,
                                     const float* xd, const float* xg, const int32_t n, float* out, int32_t out_stride) {
     const __m512i zero = _mm512_setzero_si512();
@@ -304,31 +319,182 @@ static inline void affine_rows_vnni(const int bits, const int32_t kind, const ui
     }
 }
 
+/* Four bytes at p as one int32 (for a broadcast). */
+static inline int32_t affine_load_i32(const int8_t* p) {
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* A 16 × 16 transpose of floats: lane j of r[i] becomes lane i of r[j]. */
+__attribute__((target(FP_VNNI), always_inline))
+static inline void affine_transpose16(__m512 r[16]) {
+    __m512 a[16], b[16];
+    for (int k = 0; k < 8; k++) {   /* per 128-bit lane L: a[2k] = columns 4L, 4L+1 of rows 2k, 2k+1; a[2k+1] columns 4L+2, 4L+3 */
+        a[2 * k] = _mm512_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+        a[2 * k + 1] = _mm512_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+    }
+    for (int k = 0; k < 4; k++) {   /* b[4k + c], lane L: column 4L + c of rows 4k … 4k+3 */
+        __m512d l0 = _mm512_castps_pd(a[4 * k]), l1 = _mm512_castps_pd(a[4 * k + 2]);
+        __m512d h0 = _mm512_castps_pd(a[4 * k + 1]), h1 = _mm512_castps_pd(a[4 * k + 3]);
+        b[4 * k] = _mm512_castpd_ps(_mm512_unpacklo_pd(l0, l1));
+        b[4 * k + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(l0, l1));
+        b[4 * k + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(h0, h1));
+        b[4 * k + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(h0, h1));
+    }
+    for (int c = 0; c < 4; c++) {   /* the 128-bit lanes of b[c], b[4+c], b[8+c], b[12+c] transposed 4 × 4 */
+        __m512 e0 = _mm512_shuffle_f32x4(b[c], b[4 + c], 0x44), e1 = _mm512_shuffle_f32x4(b[c], b[4 + c], 0xee);
+        __m512 e2 = _mm512_shuffle_f32x4(b[8 + c], b[12 + c], 0x44), e3 = _mm512_shuffle_f32x4(b[8 + c], b[12 + c], 0xee);
+        r[c] = _mm512_shuffle_f32x4(e0, e2, 0x88);
+        r[4 + c] = _mm512_shuffle_f32x4(e0, e2, 0xdd);
+        r[8 + c] = _mm512_shuffle_f32x4(e1, e3, 0x88);
+        r[12 + c] = _mm512_shuffle_f32x4(e1, e3, 0xdd);
+    }
+}
+
 /*
- * One copy per token count 1 … 8 (accumulators in registers), the general body for more. The scale type stays a
- * run-time argument (a predictable branch per block pair): a copy per type as well would triple the library's build
- * time, which every first use pays.
+ * Bytes [o, o + 16) of sixteen rows (p[j] row j's codes) as four registers: d[i] lane j = dword i of row j. Four rows
+ * per register first (128-bit lane L of z[m] = row 4L + m), then a 4 × 4 dword transpose inside each 128-bit lane.
  */
+__attribute__((target(FP_VNNI), always_inline))
+static inline void affine_codes16(const uint8_t* const* p, int64_t o, __m512i d[4]) {
+    __m512i z[4];
+    for (int m = 0; m < 4; m++) {
+        __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i*)(p[m] + o)));
+        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(p[4 + m] + o)), 1);
+        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(p[8 + m] + o)), 2);
+        z[m] = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(p[12 + m] + o)), 3);
+    }
+    __m512i a0 = _mm512_unpacklo_epi32(z[0], z[1]), a1 = _mm512_unpackhi_epi32(z[0], z[1]);
+    __m512i a2 = _mm512_unpacklo_epi32(z[2], z[3]), a3 = _mm512_unpackhi_epi32(z[2], z[3]);
+    d[0] = _mm512_unpacklo_epi64(a0, a2);
+    d[1] = _mm512_unpackhi_epi64(a0, a2);
+    d[2] = _mm512_unpacklo_epi64(a1, a3);
+    d[3] = _mm512_unpackhi_epi64(a1, a3);
+}
+
+/*
+ * The body for a token count known at compile time (the n accumulators, one register of sixteen rows each, then stay
+ * in registers). Per tile of sixteen rows (the last one's missing rows read the slice's last row, and their lanes are
+ * not stored) and per sixteen groups: the groups' scales and biases as floats, transposed to one register per group;
+ * into each token's accumulator the bias terms b_g·X_g in group order, then per block in block order
+ * (s_g·d_k)·Σ q·x, where Σ q·x is eight vpdpbusd of the block's transposed codes (unsigned: 4 bits the low nibbles of
+ * dwords 0–3 then their high nibbles, meeting the activations' nibble order; 8 bits the codes as they are) with the
+ * token's activation dwords broadcast; exact in int32, no correction. While a tile is read, the next tile's codes
+ * are prefetched into L2 as one sequential stream, and its scales and biases per sixteen groups.
+ */
+__attribute__((target(FP_VNNI), always_inline))
+static inline void affine_rows_vnni(const int bits, const int32_t kind, const uint8_t* w, const uint8_t* scales,
+                                    const uint8_t* biases, int32_t gs, int32_t blocks, int32_t rows, const int8_t* xq,
+                                    const float* xd, const float* xg, const int32_t n, float* out, int32_t out_stride) {
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512i low = _mm512_set1_epi8(0x0f);
+    const int32_t groups = blocks >> gs;
+    const int64_t block_bytes = bits == 4 ? 16 : 32, value_bytes = affine_value_bytes(kind);
+    const int64_t row_bytes = (int64_t)blocks * block_bytes, group_bytes = (int64_t)groups * value_bytes;
+    for (int32_t r0 = 0; r0 < rows; r0 += 16) {
+        const uint8_t* code[16];
+        const uint8_t* sc[16];
+        const uint8_t* bi[16];
+        for (int j = 0; j < 16; j++) {
+            int64_t r = r0 + j < rows ? r0 + j : rows - 1;
+            code[j] = w + r * row_bytes;
+            sc[j] = scales + r * group_bytes;
+            bi[j] = biases + r * group_bytes;
+        }
+        const __mmask16 live = rows - r0 >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (rows - r0)) - 1);
+        __m512 acc[FP_MAX_TOKENS];
+#pragma GCC unroll 16
+        for (int32_t t = 0; t < n; t++) acc[t] = _mm512_setzero_ps();
+        for (int32_t g0 = 0; g0 < groups; g0 += 16) {
+            const int32_t count = groups - g0 < 16 ? groups - g0 : 16;
+            const __mmask16 present = count == 16 ? (__mmask16)0xffff : (__mmask16)((1u << count) - 1);
+            __m512 s[16], b[16];
+            for (int j = 0; j < 16; j++) {
+                s[j] = affine_values16(sc[j], kind, g0, present);
+                b[j] = affine_values16(bi[j], kind, g0, present);
+                const int64_t at = (int64_t)(r0 + 16 + j < rows ? r0 + 16 + j : rows - 1) * group_bytes + g0 * value_bytes;
+                __builtin_prefetch(scales + at, 0, 3);
+                __builtin_prefetch(biases + at, 0, 3);
+            }
+            affine_transpose16(s);   /* s[i] lane j: the scale of group g0 + i of row j */
+            affine_transpose16(b);
+            for (int32_t i = 0; i < count; i++) {
+#pragma GCC unroll 16
+                for (int32_t t = 0; t < n; t++) acc[t] = _mm512_fmadd_ps(b[i], _mm512_set1_ps(xg[(int64_t)t * groups + g0 + i]), acc[t]);
+            }
+            const int32_t end = (g0 + count) << gs;
+            for (int32_t k = g0 << gs; k < end; k++) {
+                const int64_t o = (int64_t)k * block_bytes;
+                /* the next tile's codes (16 rows: one contiguous span of blocks·16 block sizes) as one sequential
+                   stream into L2, 16 block sizes of it per block, so that it is all asked for by the tile's end
+                   (a line per row at the sweep's column instead, 16 streams, measured slower: decode 1.4x the time) */
+                if (r0 + 16 < rows) {
+                    const uint8_t* ahead = w + (int64_t)(r0 + 16) * row_bytes + o * 16;
+                    for (int64_t l = 0; l < block_bytes * 16; l += 64) __builtin_prefetch(ahead + l, 0, 2);
+                }
+                __m512i q[8];
+                if (bits == 4) {
+                    __m512i d[4];
+                    affine_codes16(code, o, d);
+                    for (int i = 0; i < 4; i++) {
+                        q[i] = _mm512_and_si512(d[i], low);
+                        q[4 + i] = _mm512_and_si512(_mm512_srli_epi32(d[i], 4), low);
+                    }
+                } else {
+                    affine_codes16(code, o, q);
+                    affine_codes16(code, o + 16, q + 4);
+                }
+                const __m512 sk = s[(k >> gs) - g0];
+#pragma GCC unroll 16
+                for (int32_t t = 0; t < n; t++) {
+                    const int8_t* x = xq + ((int64_t)t * blocks + k) * 32;
+                    __m512i dot = _mm512_dpbusd_epi32(zero, q[0], _mm512_set1_epi32(affine_load_i32(x)));
+                    for (int i = 1; i < 8; i++) dot = _mm512_dpbusd_epi32(dot, q[i], _mm512_set1_epi32(affine_load_i32(x + 4 * i)));
+                    acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(sk, _mm512_set1_ps(xd[(int64_t)t * blocks + k])), acc[t]);
+                }
+            }
+        }
+#pragma GCC unroll 16
+        for (int32_t t = 0; t < n; t++) _mm512_mask_storeu_ps(out + (int64_t)t * out_stride + r0, live, acc[t]);
+    }
+}
+
+/*
+ * 4 bits: one copy per token count 1 … 8 and 16 (accumulators in registers; a prefill calls with 16), the general
+ * body for 9 … 15 (copies of those doubled the file's build time). The scale type stays a run-time argument (a
+ * predictable branch per sixteen groups).
+ */
+#define FP_AFFINE_VNNI_CASE(BITS, N) \
+    case N: affine_rows_vnni(BITS, kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, N, out, out_stride); return;
 #define FP_AFFINE_VNNI_ENTRY(BITS)                                                                                    \
     __attribute__((target(FP_VNNI)))                                                                                  \
     FP_EXPORT void fp_affine##BITS##_rows_avx512vnni(const uint8_t* w, const uint8_t* scales, const uint8_t* biases,  \
             int32_t kind, int32_t gs, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,               \
             const float* xg, int32_t n, float* out, int32_t out_stride) {                                             \
         switch (n) {                                                                                                  \
-            case 1: affine_rows_vnni(BITS, kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, 1, out, out_stride); return; \
-            case 2: affine_rows_vnni(BITS, kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, 2, out, out_stride); return; \
-            case 3: affine_rows_vnni(BITS, kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, 3, out, out_stride); return; \
-            case 4: affine_rows_vnni(BITS, kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, 4, out, out_stride); return; \
-            case 5: affine_rows_vnni(BITS, kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, 5, out, out_stride); return; \
-            case 6: affine_rows_vnni(BITS, kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, 6, out, out_stride); return; \
-            case 7: affine_rows_vnni(BITS, kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, 7, out, out_stride); return; \
-            case 8: affine_rows_vnni(BITS, kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, 8, out, out_stride); return; \
+            FP_AFFINE_VNNI_CASE(BITS, 1) FP_AFFINE_VNNI_CASE(BITS, 2) FP_AFFINE_VNNI_CASE(BITS, 3)                    \
+            FP_AFFINE_VNNI_CASE(BITS, 4) FP_AFFINE_VNNI_CASE(BITS, 5) FP_AFFINE_VNNI_CASE(BITS, 6)                    \
+            FP_AFFINE_VNNI_CASE(BITS, 7) FP_AFFINE_VNNI_CASE(BITS, 8) FP_AFFINE_VNNI_CASE(BITS, 16)                   \
             default: affine_rows_vnni(BITS, kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, n, out, out_stride); return; \
         }                                                                                                             \
     }
 
 FP_AFFINE_VNNI_ENTRY(4)
-FP_AFFINE_VNNI_ENTRY(8)
+
+/* 8 bits: the one-row body, one copy per token count 1 … 8, the general body for more. */
+#define FP_AFFINE8_PAIRS_CASE(N) \
+    case N: affine_rows_vnni_pairs(8, kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, N, out, out_stride); return;
+__attribute__((target(FP_VNNI)))
+FP_EXPORT void fp_affine8_rows_avx512vnni(const uint8_t* w, const uint8_t* scales, const uint8_t* biases, int32_t kind,
+                                          int32_t gs, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
+                                          const float* xg, int32_t n, float* out, int32_t out_stride) {
+    switch (n) {
+        FP_AFFINE8_PAIRS_CASE(1) FP_AFFINE8_PAIRS_CASE(2) FP_AFFINE8_PAIRS_CASE(3) FP_AFFINE8_PAIRS_CASE(4)
+        FP_AFFINE8_PAIRS_CASE(5) FP_AFFINE8_PAIRS_CASE(6) FP_AFFINE8_PAIRS_CASE(7) FP_AFFINE8_PAIRS_CASE(8)
+        default: affine_rows_vnni_pairs(8, kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, n, out, out_stride); return;
+    }
+}
 
 #endif /* FP_X86 */
 

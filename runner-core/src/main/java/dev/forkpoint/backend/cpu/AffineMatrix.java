@@ -124,7 +124,8 @@ final class AffineMatrix implements PackedMatrix {
             float[] d = a.d();
             float[] xs = groupSums(a.q(), d, n);
             byte[] codes = bits == 4 ? nibbleOrder(a.q()) : a.codes();
-            pool.runRanges(rowCount, KernelSupport.parts(pool), 8, (from, to) -> nativeKernels.affine(bits, packed, scales,
+            // slices of whole 16-row tiles (the VNNI kernels' unit; a slice's last tile may be partial)
+            pool.runRanges(rowCount, KernelSupport.parts(pool), 16, (from, to) -> nativeKernels.affine(bits, packed, scales,
                     biases, scaleKind, groupShift, rowBytes, groups, firstRow + from, to - from, blocks, codes, d, xs, n,
                     out, from, rowCount));
             return;

@@ -20,7 +20,7 @@ import static org.junit.jupiter.api.Assertions.*;
 /**
  * The native MLX affine kernels (4 and 8 bits, {@code native/cpu/forkpoint_affine.c}) against the Java kernels and a
  * double reference, for every instruction-set variant this machine runs (the others are skipped with a line): random
- * codes, group sizes 32, 64, 128, scales and biases as F32, F16 and BF16, ragged shapes (1 … 129 rows; 1, 3 and 7
+ * codes, group sizes 32, 64, 128, scales and biases as F32, F16 and BF16, ragged shapes (1 … 129 rows; 1, 3, 7 and 19
  * groups per row, so odd block counts at group size 32) and 1 … 33 tokens.
  * <ul>
  * <li>With unit scales, integer biases and activations that quantise to scale 1 every term is an integer: native, Java
@@ -116,7 +116,7 @@ class NativeAffineKernelTest {
         NativeKernels k = kernels(v);
         Random rnd = new Random(19);
         int[] rowCounts = {1, 7, 37, 129};
-        int[] groupCounts = {1, 3, 7};
+        int[] groupCounts = {1, 3, 7, 19};   // 19: more than the 16 groups the VNNI kernels convert at a time
         for (int bits : BITS) {
             for (int gs : GROUP_SIZES) {
                 for (GgmlType st : SCALE_TYPES) {
@@ -172,6 +172,8 @@ class NativeAffineKernelTest {
     void batchesAndSlicesEqualTheirRowsAloneBitForBit(NativeKernels.Variant v) {
         NativeKernels k = kernels(v);
         Random rnd = new Random(31);
+        // 41 rows go as slices of 16, 16 and 9 rows, the slice from row 5 as 16 and 7: whole and partial 16-row tiles
+        // of the VNNI kernels, each row in another lane than in the whole
         int rows = 41;
         for (int bits : BITS) {
             for (int gs : GROUP_SIZES) {
