@@ -28,6 +28,9 @@
 
 enum { FP_FLOAT_F32 = 0, FP_FLOAT_F16 = 1, FP_FLOAT_BF16 = 2 };
 
+/* From this many tokens a call takes the chunked GEMM (same per-pair arithmetic, weights converted once per chunk). */
+#define FP_GEMM_MIN_TOKENS 8
+
 /* Bytes of one weight of `kind`. */
 static inline int64_t float_kind_bytes(int kind) { return kind == FP_FLOAT_F32 ? 4 : 2; }
 
@@ -157,9 +160,94 @@ static inline void rows_avx512(const uint8_t* w, int kind, int32_t cols, int32_t
     }
 }
 
+/*
+ * Prefill: GEMM_R rows at a time, their columns in chunks of FP_GEMM_COLS converted once into a float scratch (L1) and
+ * met by every token of the block, GEMM_T tokens at a time (the activations stream from L2, each load serving GEMM_R
+ * rows); a pair's 16-lane accumulator is kept in `keep` between chunks (stored and reloaded: exact), so its sum is
+ * formed exactly as tile_avx512 forms it. Rows past the slice's end are zeros in the scratch, computed and dropped.
+ */
+#define FP_GEMM_COLS 512
+#define FP_GEMM_TOKENS 64
+#define GEMM512_R 4
+#define GEMM512_T 4
+
+__attribute__((target(FP_VNNI), always_inline))
+static inline void gemm_tile_avx512(const float* wbuf, const float* x, int32_t cols, int32_t k0, int32_t kc, int T,
+                                    float* keep, int first, int last, float* out, int32_t out_stride, int rr) {
+    __m512 acc[GEMM512_R][GEMM512_T];
+    for (int i = 0; i < GEMM512_R; i++) for (int j = 0; j < T; j++)
+        acc[i][j] = first ? _mm512_setzero_ps() : _mm512_load_ps(keep + (j * GEMM512_R + i) * 16);
+    int32_t full = kc / 16 * 16;
+    for (int32_t c = 0; c < full; c += 16) {
+        for (int j = 0; j < T; j++) {
+            __m512 xv = _mm512_loadu_ps(x + (int64_t)j * cols + k0 + c);
+            for (int i = 0; i < GEMM512_R; i++) acc[i][j] = _mm512_fmadd_ps(_mm512_load_ps(wbuf + i * FP_GEMM_COLS + c), xv, acc[i][j]);
+        }
+    }
+    if (full < kc) {   /* the row's zero-padded last vector: masked activations, zeros in the scratch */
+        __mmask16 m = (__mmask16)((1u << (kc - full)) - 1);
+        for (int j = 0; j < T; j++) {
+            __m512 xv = _mm512_maskz_loadu_ps(m, x + (int64_t)j * cols + k0 + full);
+            for (int i = 0; i < GEMM512_R; i++) acc[i][j] = _mm512_fmadd_ps(_mm512_load_ps(wbuf + i * FP_GEMM_COLS + full), xv, acc[i][j]);
+        }
+    }
+    if (last) {
+        for (int i = 0; i < rr; i++) for (int j = 0; j < T; j++) out[(int64_t)j * out_stride + i] = hsum512(acc[i][j]);
+    } else {
+        for (int i = 0; i < GEMM512_R; i++) for (int j = 0; j < T; j++) _mm512_store_ps(keep + (j * GEMM512_R + i) * 16, acc[i][j]);
+    }
+}
+
+__attribute__((target(FP_VNNI), always_inline))
+static inline void gemm_avx512(const uint8_t* w, int kind, int32_t cols, int32_t rows, const float* x, int32_t n,
+                               float* out, int32_t out_stride) {
+    _Alignas(64) float wbuf[GEMM512_R * FP_GEMM_COLS];
+    _Alignas(64) float keep[FP_GEMM_TOKENS * GEMM512_R * 16];   /* per token of the block, per row: an accumulator */
+    int64_t row_bytes = (int64_t)cols * float_kind_bytes(kind);
+    for (int32_t r0 = 0; r0 < rows; r0 += GEMM512_R) {
+        int rr = rows - r0 < GEMM512_R ? rows - r0 : GEMM512_R;
+        for (int32_t t0 = 0; t0 < n; t0 += FP_GEMM_TOKENS) {
+            int32_t tb = n - t0 < FP_GEMM_TOKENS ? n - t0 : FP_GEMM_TOKENS;
+            for (int32_t k0 = 0; k0 < cols; k0 += FP_GEMM_COLS) {
+                int32_t kc = cols - k0 < FP_GEMM_COLS ? cols - k0 : FP_GEMM_COLS;
+                int32_t full = kc / 16 * 16;
+                for (int i = 0; i < GEMM512_R; i++) {
+                    float* b = wbuf + i * FP_GEMM_COLS;
+                    if (i >= rr) {
+                        for (int32_t c = 0; c < FP_GEMM_COLS; c += 16) _mm512_store_ps(b + c, _mm512_setzero_ps());
+                        continue;
+                    }
+                    const uint8_t* row = w + (r0 + i) * row_bytes;
+                    for (int32_t c = 0; c < full; c += 16) {
+                        if (t0 == 0) FP_PREFETCH(row + (k0 + c) * float_kind_bytes(kind));
+                        _mm512_store_ps(b + c, load16_avx512(row, kind, k0 + c));
+                    }
+                    if (full < kc) float_weights_padded(row, kind, k0 + full, cols, b + full, 16);
+                }
+                int first = k0 == 0, last = k0 + kc == cols;
+                int32_t t = 0;
+                for (; t + GEMM512_T <= tb; t += GEMM512_T) {
+                    gemm_tile_avx512(wbuf, x + (int64_t)(t0 + t) * cols, cols, k0, kc, GEMM512_T, keep + t * GEMM512_R * 16,
+                                     first, last, out + (int64_t)(t0 + t) * out_stride + r0, out_stride, rr);
+                }
+                for (; t < tb; t++) {
+                    gemm_tile_avx512(wbuf, x + (int64_t)(t0 + t) * cols, cols, k0, kc, 1, keep + t * GEMM512_R * 16,
+                                     first, last, out + (int64_t)(t0 + t) * out_stride + r0, out_stride, rr);
+                }
+            }
+        }
+    }
+}
+
 __attribute__((target(FP_VNNI)))
 FP_EXPORT void fp_float_rows_avx512vnni(const uint8_t* w, int32_t kind, int32_t cols, int32_t rows, const float* x,
                                         int32_t n, float* out, int32_t out_stride) {
+    if (n >= FP_GEMM_MIN_TOKENS) {
+        if (kind == FP_FLOAT_F16) gemm_avx512(w, FP_FLOAT_F16, cols, rows, x, n, out, out_stride);
+        else if (kind == FP_FLOAT_BF16) gemm_avx512(w, FP_FLOAT_BF16, cols, rows, x, n, out, out_stride);
+        else gemm_avx512(w, FP_FLOAT_F32, cols, rows, x, n, out, out_stride);
+        return;
+    }
     if (kind == FP_FLOAT_F16) rows_avx512(w, FP_FLOAT_F16, cols, rows, x, n, out, out_stride);
     else if (kind == FP_FLOAT_BF16) rows_avx512(w, FP_FLOAT_BF16, cols, rows, x, n, out, out_stride);
     else rows_avx512(w, FP_FLOAT_F32, cols, rows, x, n, out, out_stride);
@@ -230,9 +318,87 @@ static inline void rows_avx2(const uint8_t* w, int kind, int32_t cols, int32_t r
     }
 }
 
+/* As gemm_avx512 with 8 lanes: GEMM256_R × GEMM256_T accumulators (12), an activation and the weights as memory operands. */
+#define GEMM256_R 4
+#define GEMM256_T 3
+
+__attribute__((target("avx2,fma,f16c"), always_inline))
+static inline void gemm_tile_avx2(const float* wbuf, const float* x, int32_t cols, int32_t k0, int32_t kc, int T,
+                                  float* keep, int first, int last, float* out, int32_t out_stride, int rr) {
+    __m256 acc[GEMM256_R][GEMM256_T];
+    for (int i = 0; i < GEMM256_R; i++) for (int j = 0; j < T; j++)
+        acc[i][j] = first ? _mm256_setzero_ps() : _mm256_load_ps(keep + (j * GEMM256_R + i) * 8);
+    int32_t full = kc / 8 * 8;
+    for (int32_t c = 0; c < full; c += 8) {
+        for (int j = 0; j < T; j++) {
+            __m256 xv = _mm256_loadu_ps(x + (int64_t)j * cols + k0 + c);
+            for (int i = 0; i < GEMM256_R; i++) acc[i][j] = _mm256_fmadd_ps(_mm256_load_ps(wbuf + i * FP_GEMM_COLS + c), xv, acc[i][j]);
+        }
+    }
+    if (full < kc) {   /* the row's zero-padded last vector: masked activations, zeros in the scratch */
+        __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(kc - full), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        for (int j = 0; j < T; j++) {
+            __m256 xv = _mm256_maskload_ps(x + (int64_t)j * cols + k0 + full, m);
+            for (int i = 0; i < GEMM256_R; i++) acc[i][j] = _mm256_fmadd_ps(_mm256_load_ps(wbuf + i * FP_GEMM_COLS + full), xv, acc[i][j]);
+        }
+    }
+    if (last) {
+        for (int i = 0; i < rr; i++) for (int j = 0; j < T; j++) out[(int64_t)j * out_stride + i] = hsum256(acc[i][j]);
+    } else {
+        for (int i = 0; i < GEMM256_R; i++) for (int j = 0; j < T; j++) _mm256_store_ps(keep + (j * GEMM256_R + i) * 8, acc[i][j]);
+    }
+}
+
+__attribute__((target("avx2,fma,f16c"), always_inline))
+static inline void gemm_avx2(const uint8_t* w, int kind, int32_t cols, int32_t rows, const float* x, int32_t n,
+                             float* out, int32_t out_stride) {
+    _Alignas(32) float wbuf[GEMM256_R * FP_GEMM_COLS];
+    _Alignas(32) float keep[FP_GEMM_TOKENS * GEMM256_R * 8];   /* per token of the block, per row: an accumulator */
+    int64_t row_bytes = (int64_t)cols * float_kind_bytes(kind);
+    for (int32_t r0 = 0; r0 < rows; r0 += GEMM256_R) {
+        int rr = rows - r0 < GEMM256_R ? rows - r0 : GEMM256_R;
+        for (int32_t t0 = 0; t0 < n; t0 += FP_GEMM_TOKENS) {
+            int32_t tb = n - t0 < FP_GEMM_TOKENS ? n - t0 : FP_GEMM_TOKENS;
+            for (int32_t k0 = 0; k0 < cols; k0 += FP_GEMM_COLS) {
+                int32_t kc = cols - k0 < FP_GEMM_COLS ? cols - k0 : FP_GEMM_COLS;
+                int32_t full = kc / 8 * 8;
+                for (int i = 0; i < GEMM256_R; i++) {
+                    float* b = wbuf + i * FP_GEMM_COLS;
+                    if (i >= rr) {
+                        for (int32_t c = 0; c < FP_GEMM_COLS; c += 8) _mm256_store_ps(b + c, _mm256_setzero_ps());
+                        continue;
+                    }
+                    const uint8_t* row = w + (r0 + i) * row_bytes;
+                    for (int32_t c = 0; c < full; c += 8) {
+                        if (t0 == 0) FP_PREFETCH(row + (k0 + c) * float_kind_bytes(kind));
+                        _mm256_store_ps(b + c, load8_avx2(row, kind, k0 + c));
+                    }
+                    if (full < kc) float_weights_padded(row, kind, k0 + full, cols, b + full, 8);
+                }
+                int first = k0 == 0, last = k0 + kc == cols;
+                int32_t t = 0;
+                for (; t + GEMM256_T <= tb; t += GEMM256_T) {
+                    gemm_tile_avx2(wbuf, x + (int64_t)(t0 + t) * cols, cols, k0, kc, GEMM256_T, keep + t * GEMM256_R * 8,
+                                   first, last, out + (int64_t)(t0 + t) * out_stride + r0, out_stride, rr);
+                }
+                for (; t < tb; t++) {
+                    gemm_tile_avx2(wbuf, x + (int64_t)(t0 + t) * cols, cols, k0, kc, 1, keep + t * GEMM256_R * 8,
+                                   first, last, out + (int64_t)(t0 + t) * out_stride + r0, out_stride, rr);
+                }
+            }
+        }
+    }
+}
+
 __attribute__((target("avx2,fma,f16c")))
 FP_EXPORT void fp_float_rows_avx2(const uint8_t* w, int32_t kind, int32_t cols, int32_t rows, const float* x,
                                   int32_t n, float* out, int32_t out_stride) {
+    if (n >= FP_GEMM_MIN_TOKENS) {
+        if (kind == FP_FLOAT_F16) gemm_avx2(w, FP_FLOAT_F16, cols, rows, x, n, out, out_stride);
+        else if (kind == FP_FLOAT_BF16) gemm_avx2(w, FP_FLOAT_BF16, cols, rows, x, n, out, out_stride);
+        else gemm_avx2(w, FP_FLOAT_F32, cols, rows, x, n, out, out_stride);
+        return;
+    }
     if (kind == FP_FLOAT_F16) rows_avx2(w, FP_FLOAT_F16, cols, rows, x, n, out, out_stride);
     else if (kind == FP_FLOAT_BF16) rows_avx2(w, FP_FLOAT_BF16, cols, rows, x, n, out, out_stride);
     else rows_avx2(w, FP_FLOAT_F32, cols, rows, x, n, out, out_stride);

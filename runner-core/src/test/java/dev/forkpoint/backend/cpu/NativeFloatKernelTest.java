@@ -198,7 +198,7 @@ class NativeFloatKernelTest {
         Random rnd = new Random(41);
         int rows = 41;
         for (GgmlType type : TYPES) {
-            for (int cols : new int[] {67, 300}) {
+            for (int cols : new int[] {67, 300, 1100}) {   // 1100: three column chunks of the prefill GEMM
                 float[] w = new float[rows * cols];
                 for (int i = 0; i < w.length; i++) w[i] = (float) rnd.nextGaussian();
                 PackedMatrix m = matrix(tensor(type, rows, cols, w), k);
