@@ -19,10 +19,17 @@
  *     × T tokens sharing each load) only choose which pairs run together, never how a pair is summed;
  *   - the float error of a pair is that of a sum of ⌈cols/W⌉ + log2 W terms in sequence: |error| ≤ γ_k·Σ|w·x| with
  *     k = ⌈cols/W⌉ + log2 W (+1 in portable C for the rounded product);
- *   - nothing is allocated (a few stack vectors for the padded last vector), nothing is kept between calls, no
- *     thread is started: the Java worker pool splits the rows; the first token tile of each row tile reads the
- *     weights as streams prefetched FP_PREFETCH_BYTES ahead (fp_kernels.h); later token tiles of the same call find
- *     the rows in cache (the Java side passes at most FP_FLOAT_TOKENS tokens per call so they stay there).
+ *   - nothing is allocated (the stack holds the padded last vector and, for the prefill GEMM, a scratch of
+ *     converted weights and kept accumulators: 24 KiB at most), nothing is kept between calls, no thread is started:
+ *     the Java worker pool splits the rows; the weights are read as streams prefetched FP_PREFETCH_BYTES ahead
+ *     (fp_kernels.h) on the first pass over them; the Java side passes at most NativeKernels.FLOAT_TOKENS tokens per
+ *     call, so later passes find the slice's rows in cache.
+ *
+ * Two loops give those sums. Decode (n < FP_GEMM_MIN_TOKENS, and every n on NEON and portable C): register tiles of
+ * up to 4 rows × 4 tokens (AVX2: 4 × 2) over all the columns, weights converted in registers as loaded. Prefill
+ * (AVX-512, AVX2): per 4 rows, the columns in chunks of FP_GEMM_COLS converted once into an L1 scratch and met by
+ * every token of the call, 4 (AVX2: 3) at a time; a pair's accumulator is stored between chunks and reloaded
+ * (exact), so the GEMM's sums are decode's, bit for bit.
  */
 #include "fp_kernels.h"
 
