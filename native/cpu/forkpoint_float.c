@@ -26,7 +26,8 @@
  *     call, so later passes find the slice's rows in cache.
  *
  * Two loops give those sums. Decode (n < FP_GEMM_MIN_TOKENS, and every n on NEON and portable C): register tiles of
- * up to 4 rows × 4 tokens (AVX2: 4 × 2) over all the columns, weights converted in registers as loaded. Prefill
+ * up to 4 rows × 4 tokens (x86: 4 rows × 1 token, token after token) over all the columns, weights converted in
+ * registers as loaded. Prefill
  * (AVX-512, AVX2): per 4 rows, the columns in chunks of FP_GEMM_COLS converted once into an L1 scratch and met by
  * every token of the call, 4 (AVX2: 3) at a time; a pair's accumulator is stored between chunks and reloaded
  * (exact), so the GEMM's sums are decode's, bit for bit.
@@ -110,39 +111,34 @@ static inline __m512 load16_avx512(const uint8_t* row, int kind, int32_t c) {
 }
 
 /*
- * One register tile: R rows × T tokens (compile-time constants after inlining), one 16-lane accumulator per pair.
- * Each step loads R weight vectors and T activation vectors and does R·T FMAs.
+ * One decode register tile: R rows (4, or 1 for a slice's last rows; a constant after inlining) × one token, one
+ * 16-lane accumulator per row. Called token after token for the fewer than FP_GEMM_MIN_TOKENS tokens of a decode
+ * call (the rows' bytes come from L1 after the first), which keeps the instantiations, and the library's build,
+ * few; the tile shape never changes a pair's sum.
  */
 __attribute__((target(FP_VNNI), always_inline))
-static inline void tile_avx512(const uint8_t* w, int64_t row_bytes, int kind, int32_t cols, const float* x, int R, int T,
-                               float* out, int32_t out_stride, int prefetch) {
-    __m512 acc[4][4];
-    for (int i = 0; i < R; i++) for (int j = 0; j < T; j++) acc[i][j] = _mm512_setzero_ps();
+static inline void tile_avx512(const uint8_t* w, int64_t row_bytes, int kind, int32_t cols, const float* x, int R,
+                             float* out, int prefetch) {
+    __m512 acc[4];
+    for (int i = 0; i < R; i++) acc[i] = _mm512_setzero_ps();
     int32_t full = cols / 16 * 16;
     int64_t step_bytes = 16 * float_kind_bytes(kind);
     for (int32_t c = 0; c < full; c += 16) {
-        __m512 wv[4];
+        __m512 xv = _mm512_loadu_ps(x + c);
         for (int i = 0; i < R; i++) {
             if (prefetch) FP_PREFETCH(w + i * row_bytes + c / 16 * step_bytes);
-            wv[i] = load16_avx512(w + i * row_bytes, kind, c);
-        }
-        for (int j = 0; j < T; j++) {
-            __m512 xv = _mm512_loadu_ps(x + (int64_t)j * cols + c);
-            for (int i = 0; i < R; i++) acc[i][j] = _mm512_fmadd_ps(wv[i], xv, acc[i][j]);
+            acc[i] = _mm512_fmadd_ps(load16_avx512(w + i * row_bytes, kind, c), xv, acc[i]);
         }
     }
     if (full < cols) {
         float wp[16], xp[16];
+        floats_padded(x, full, cols, xp, 16);
         for (int i = 0; i < R; i++) {
             float_weights_padded(w + i * row_bytes, kind, full, cols, wp, 16);
-            __m512 wv = _mm512_loadu_ps(wp);
-            for (int j = 0; j < T; j++) {
-                floats_padded(x + (int64_t)j * cols, full, cols, xp, 16);
-                acc[i][j] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(xp), acc[i][j]);
-            }
+            acc[i] = _mm512_fmadd_ps(_mm512_loadu_ps(wp), _mm512_loadu_ps(xp), acc[i]);
         }
     }
-    for (int i = 0; i < R; i++) for (int j = 0; j < T; j++) out[(int64_t)j * out_stride + i] = hsum512(acc[i][j]);
+    for (int i = 0; i < R; i++) out[i] = hsum512(acc[i]);
 }
 
 __attribute__((target(FP_VNNI), always_inline))
@@ -152,16 +148,11 @@ static inline void rows_avx512(const uint8_t* w, int kind, int32_t cols, int32_t
     for (int32_t r = 0; r < rows;) {
         int R = rows - r >= 4 ? 4 : 1;
         const uint8_t* wr = w + r * row_bytes;
-        for (int32_t t = 0; t < n;) {
-            int T = n - t >= 4 ? 4 : 1;
+        for (int32_t t = 0; t < n; t++) {   /* n < FP_GEMM_MIN_TOKENS: later tokens find the rows in L1 */
             const float* xt = x + (int64_t)t * cols;
             float* o = out + (int64_t)t * out_stride + r;
-            int first = t == 0;
-            if (R == 4 && T == 4) tile_avx512(wr, row_bytes, kind, cols, xt, 4, 4, o, out_stride, first);
-            else if (R == 4) tile_avx512(wr, row_bytes, kind, cols, xt, 4, 1, o, out_stride, first);
-            else if (T == 4) tile_avx512(wr, row_bytes, kind, cols, xt, 1, 4, o, out_stride, first);
-            else tile_avx512(wr, row_bytes, kind, cols, xt, 1, 1, o, out_stride, first);
-            t += T;
+            if (R == 4) tile_avx512(wr, row_bytes, kind, cols, xt, 4, o, t == 0);
+            else tile_avx512(wr, row_bytes, kind, cols, xt, 1, o, t == 0);
         }
         r += R;
     }
@@ -205,8 +196,18 @@ static inline void gemm_tile_avx512(const float* wbuf, const float* x, int32_t c
     }
 }
 
+/* Columns [k0, k0 + full) of a row converted into the scratch b (full a multiple of 16), prefetched on the first pass. */
 __attribute__((target(FP_VNNI), always_inline))
-static inline void gemm_avx512(const uint8_t* w, int kind, int32_t cols, int32_t rows, const float* x, int32_t n,
+static inline void convert_avx512(const uint8_t* row, int kind, int32_t k0, int32_t full, float* b, int prefetch) {
+    for (int32_t c = 0; c < full; c += 16) {
+        if (prefetch) FP_PREFETCH(row + (k0 + c) * float_kind_bytes(kind));
+        _mm512_store_ps(b + c, load16_avx512(row, kind, k0 + c));
+    }
+}
+
+/* Not inlined per weight kind: only the conversion into the scratch depends on it. */
+__attribute__((target(FP_VNNI), noinline))
+static void gemm_avx512(const uint8_t* w, int kind, int32_t cols, int32_t rows, const float* x, int32_t n,
                                float* out, int32_t out_stride) {
     _Alignas(64) float wbuf[GEMM512_R * FP_GEMM_COLS];
     _Alignas(64) float keep[FP_GEMM_TOKENS * GEMM512_R * 16];   /* per token of the block, per row: an accumulator */
@@ -225,10 +226,9 @@ static inline void gemm_avx512(const uint8_t* w, int kind, int32_t cols, int32_t
                         continue;
                     }
                     const uint8_t* row = w + (r0 + i) * row_bytes;
-                    for (int32_t c = 0; c < full; c += 16) {
-                        if (t0 == 0) FP_PREFETCH(row + (k0 + c) * float_kind_bytes(kind));
-                        _mm512_store_ps(b + c, load16_avx512(row, kind, k0 + c));
-                    }
+                    if (kind == FP_FLOAT_F16) convert_avx512(row, FP_FLOAT_F16, k0, full, b, t0 == 0);
+                    else if (kind == FP_FLOAT_BF16) convert_avx512(row, FP_FLOAT_BF16, k0, full, b, t0 == 0);
+                    else convert_avx512(row, FP_FLOAT_F32, k0, full, b, t0 == 0);
                     if (full < kc) float_weights_padded(row, kind, k0 + full, cols, b + full, 16);
                 }
                 int first = k0 == 0, last = k0 + kc == cols;
@@ -250,9 +250,7 @@ __attribute__((target(FP_VNNI)))
 FP_EXPORT void fp_float_rows_avx512vnni(const uint8_t* w, int32_t kind, int32_t cols, int32_t rows, const float* x,
                                         int32_t n, float* out, int32_t out_stride) {
     if (n >= FP_GEMM_MIN_TOKENS) {
-        if (kind == FP_FLOAT_F16) gemm_avx512(w, FP_FLOAT_F16, cols, rows, x, n, out, out_stride);
-        else if (kind == FP_FLOAT_BF16) gemm_avx512(w, FP_FLOAT_BF16, cols, rows, x, n, out, out_stride);
-        else gemm_avx512(w, FP_FLOAT_F32, cols, rows, x, n, out, out_stride);
+        gemm_avx512(w, kind, cols, rows, x, n, out, out_stride);
         return;
     }
     if (kind == FP_FLOAT_F16) rows_avx512(w, FP_FLOAT_F16, cols, rows, x, n, out, out_stride);
@@ -270,37 +268,30 @@ static inline __m256 load8_avx2(const uint8_t* row, int kind, int32_t c) {
     return _mm256_loadu_ps((const float*)(row + 4 * (int64_t)c));
 }
 
-/* As tile_avx512 with 8 lanes; tiles of at most 4 × 2 (8 accumulators, 4 weights and an activation: 13 of 16 registers). */
+/* As tile_avx512 with 8 lanes. */
 __attribute__((target("avx2,fma,f16c"), always_inline))
-static inline void tile_avx2(const uint8_t* w, int64_t row_bytes, int kind, int32_t cols, const float* x, int R, int T,
-                             float* out, int32_t out_stride, int prefetch) {
-    __m256 acc[4][2];
-    for (int i = 0; i < R; i++) for (int j = 0; j < T; j++) acc[i][j] = _mm256_setzero_ps();
+static inline void tile_avx2(const uint8_t* w, int64_t row_bytes, int kind, int32_t cols, const float* x, int R,
+                             float* out, int prefetch) {
+    __m256 acc[4];
+    for (int i = 0; i < R; i++) acc[i] = _mm256_setzero_ps();
     int32_t full = cols / 8 * 8;
     int64_t step_bytes = 8 * float_kind_bytes(kind);
     for (int32_t c = 0; c < full; c += 8) {
-        __m256 wv[4];
+        __m256 xv = _mm256_loadu_ps(x + c);
         for (int i = 0; i < R; i++) {
             if (prefetch) FP_PREFETCH(w + i * row_bytes + c / 8 * step_bytes);
-            wv[i] = load8_avx2(w + i * row_bytes, kind, c);
-        }
-        for (int j = 0; j < T; j++) {
-            __m256 xv = _mm256_loadu_ps(x + (int64_t)j * cols + c);
-            for (int i = 0; i < R; i++) acc[i][j] = _mm256_fmadd_ps(wv[i], xv, acc[i][j]);
+            acc[i] = _mm256_fmadd_ps(load8_avx2(w + i * row_bytes, kind, c), xv, acc[i]);
         }
     }
     if (full < cols) {
         float wp[8], xp[8];
+        floats_padded(x, full, cols, xp, 8);
         for (int i = 0; i < R; i++) {
             float_weights_padded(w + i * row_bytes, kind, full, cols, wp, 8);
-            __m256 wv = _mm256_loadu_ps(wp);
-            for (int j = 0; j < T; j++) {
-                floats_padded(x + (int64_t)j * cols, full, cols, xp, 8);
-                acc[i][j] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xp), acc[i][j]);
-            }
+            acc[i] = _mm256_fmadd_ps(_mm256_loadu_ps(wp), _mm256_loadu_ps(xp), acc[i]);
         }
     }
-    for (int i = 0; i < R; i++) for (int j = 0; j < T; j++) out[(int64_t)j * out_stride + i] = hsum256(acc[i][j]);
+    for (int i = 0; i < R; i++) out[i] = hsum256(acc[i]);
 }
 
 __attribute__((target("avx2,fma,f16c"), always_inline))
@@ -310,16 +301,11 @@ static inline void rows_avx2(const uint8_t* w, int kind, int32_t cols, int32_t r
     for (int32_t r = 0; r < rows;) {
         int R = rows - r >= 4 ? 4 : 1;
         const uint8_t* wr = w + r * row_bytes;
-        for (int32_t t = 0; t < n;) {
-            int T = n - t >= 2 ? 2 : 1;
+        for (int32_t t = 0; t < n; t++) {   /* n < FP_GEMM_MIN_TOKENS: later tokens find the rows in L1 */
             const float* xt = x + (int64_t)t * cols;
             float* o = out + (int64_t)t * out_stride + r;
-            int first = t == 0;
-            if (R == 4 && T == 2) tile_avx2(wr, row_bytes, kind, cols, xt, 4, 2, o, out_stride, first);
-            else if (R == 4) tile_avx2(wr, row_bytes, kind, cols, xt, 4, 1, o, out_stride, first);
-            else if (T == 2) tile_avx2(wr, row_bytes, kind, cols, xt, 1, 2, o, out_stride, first);
-            else tile_avx2(wr, row_bytes, kind, cols, xt, 1, 1, o, out_stride, first);
-            t += T;
+            if (R == 4) tile_avx2(wr, row_bytes, kind, cols, xt, 4, o, t == 0);
+            else tile_avx2(wr, row_bytes, kind, cols, xt, 1, o, t == 0);
         }
         r += R;
     }
@@ -356,8 +342,18 @@ static inline void gemm_tile_avx2(const float* wbuf, const float* x, int32_t col
     }
 }
 
+/* Columns [k0, k0 + full) of a row converted into the scratch b (full a multiple of 8), prefetched on the first pass. */
 __attribute__((target("avx2,fma,f16c"), always_inline))
-static inline void gemm_avx2(const uint8_t* w, int kind, int32_t cols, int32_t rows, const float* x, int32_t n,
+static inline void convert_avx2(const uint8_t* row, int kind, int32_t k0, int32_t full, float* b, int prefetch) {
+    for (int32_t c = 0; c < full; c += 8) {
+        if (prefetch) FP_PREFETCH(row + (k0 + c) * float_kind_bytes(kind));
+        _mm256_store_ps(b + c, load8_avx2(row, kind, k0 + c));
+    }
+}
+
+/* Not inlined per weight kind: only the conversion into the scratch depends on it. */
+__attribute__((target("avx2,fma,f16c"), noinline))
+static void gemm_avx2(const uint8_t* w, int kind, int32_t cols, int32_t rows, const float* x, int32_t n,
                              float* out, int32_t out_stride) {
     _Alignas(32) float wbuf[GEMM256_R * FP_GEMM_COLS];
     _Alignas(32) float keep[FP_GEMM_TOKENS * GEMM256_R * 8];   /* per token of the block, per row: an accumulator */
@@ -376,10 +372,9 @@ static inline void gemm_avx2(const uint8_t* w, int kind, int32_t cols, int32_t r
                         continue;
                     }
                     const uint8_t* row = w + (r0 + i) * row_bytes;
-                    for (int32_t c = 0; c < full; c += 8) {
-                        if (t0 == 0) FP_PREFETCH(row + (k0 + c) * float_kind_bytes(kind));
-                        _mm256_store_ps(b + c, load8_avx2(row, kind, k0 + c));
-                    }
+                    if (kind == FP_FLOAT_F16) convert_avx2(row, FP_FLOAT_F16, k0, full, b, t0 == 0);
+                    else if (kind == FP_FLOAT_BF16) convert_avx2(row, FP_FLOAT_BF16, k0, full, b, t0 == 0);
+                    else convert_avx2(row, FP_FLOAT_F32, k0, full, b, t0 == 0);
                     if (full < kc) float_weights_padded(row, kind, k0 + full, cols, b + full, 8);
                 }
                 int first = k0 == 0, last = k0 + kc == cols;
@@ -401,9 +396,7 @@ __attribute__((target("avx2,fma,f16c")))
 FP_EXPORT void fp_float_rows_avx2(const uint8_t* w, int32_t kind, int32_t cols, int32_t rows, const float* x,
                                   int32_t n, float* out, int32_t out_stride) {
     if (n >= FP_GEMM_MIN_TOKENS) {
-        if (kind == FP_FLOAT_F16) gemm_avx2(w, FP_FLOAT_F16, cols, rows, x, n, out, out_stride);
-        else if (kind == FP_FLOAT_BF16) gemm_avx2(w, FP_FLOAT_BF16, cols, rows, x, n, out, out_stride);
-        else gemm_avx2(w, FP_FLOAT_F32, cols, rows, x, n, out, out_stride);
+        gemm_avx2(w, kind, cols, rows, x, n, out, out_stride);
         return;
     }
     if (kind == FP_FLOAT_F16) rows_avx2(w, FP_FLOAT_F16, cols, rows, x, n, out, out_stride);
@@ -423,7 +416,7 @@ static inline float32x4_t load4_neon(const uint8_t* row, int kind, int32_t c) {
     return vld1q_f32((const float*)(row + 4 * (int64_t)c));
 }
 
-/* As tile_avx512 with 4 lanes; tiles of at most 4 × 4 (16 accumulators, 4 weights and an activation of 32 registers). */
+/* A decode register tile with 4 lanes: R rows × T tokens (at most 4 × 4: 16 accumulators, 4 weights and an activation of 32 registers), for every n. */
 __attribute__((always_inline))
 static inline void tile_neon(const uint8_t* w, int64_t row_bytes, int kind, int32_t cols, const float* x, int R, int T,
                              float* out, int32_t out_stride, int prefetch) {
