@@ -18,7 +18,7 @@ final class BackendOption {
     String mlxLib;
 
     @Option(names = "--kernels", paramLabel = "java|native|auto",
-            description = "CPU backend kernels for Q8_0 / Q4_0 / Q4_K / Q6_K matrices: java (Vector API); native (C, built here with"
+            description = "CPU backend kernels for Q8_0 / Q4_0 / Q4_K / Q6_K / F16 / BF16 / F32 matrices: java (Vector API); native (C, built here with"
                     + " cc/gcc/clang for this CPU); auto = $FORKPOINT_KERNELS when set, else native when a C compiler built them, else java.")
     String kernels = "auto";
 

@@ -45,7 +45,7 @@ final class DoctorCommand implements Callable<Integer> {
         row(out, "memory", gib(totalMemory()) + " total, JVM heap up to " + gib(Runtime.getRuntime().maxMemory()));
         row(out, "java", System.getProperty("java.vm.vendor") + " " + System.getProperty("java.vm.name") + " "
                 + System.getProperty("java.runtime.version"));
-        row(out, "cpu kernels", CpuBackend.kernels() + "; Q8_0 / Q4_0 / Q4_K / Q6_K with --kernels " + backend.kernelChoice().label() + ": "
+        row(out, "cpu kernels", CpuBackend.kernels() + "; Q8_0 / Q4_0 / Q4_K / Q6_K / F16 / BF16 / F32 with --kernels " + backend.kernelChoice().label() + ": "
                 + (backend.kernelChoice() == dev.forkpoint.backend.KernelChoice.JAVA ? "java" : CpuBackend.nativeKernelsStatus()));
         List<BackendProvider> providers = Backends.providers();
         if (providers.stream().noneMatch(p -> p.kind() == BackendChoice.MLX)) {

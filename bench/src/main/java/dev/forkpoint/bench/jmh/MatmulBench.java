@@ -27,8 +27,8 @@ import java.util.concurrent.TimeUnit;
  * matrix with BF16 scales and biases (as mlx-community models of BF16 originals store them), quantised with
  * {@link AffineCodec}; {@code MXFP4}, {@code NVFP4} and {@code MXFP8} are MLX's floating-point modes, quantised with
  * {@link FpCodec} (MLX's rule). {@code kernels} chooses the CPU kernels of the GGML types as {@code --kernels} does
- * ({@code java}, {@code native}, {@code auto}; the native C kernels cover Q8_0, Q4_0, Q4_K, Q6_K and MLX affine 4 and 8 bits), e.g.
- * {@code -p kernels=java,native}.
+ * ({@code java}, {@code native}, {@code auto}; the native C kernels cover Q8_0, Q4_0, Q4_K, Q6_K, F16, BF16, F32 and MLX affine 4 and 8 bits),
+ * e.g. {@code -p kernels=java,native}; {@code -p shape=2048x2048} is a square attention-sized matrix.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)

@@ -11,7 +11,11 @@ import java.lang.foreign.MemorySegment;
 import static dev.forkpoint.backend.cpu.KernelSupport.I16;
 import static dev.forkpoint.backend.cpu.KernelSupport.LE;
 
-/** A BF16 weight matrix read in place; float activations, FMA dot products. */
+/**
+ * A BF16 weight matrix read in place; float activations. On the native kernels ({@code forkpoint_float.c}) every
+ * token count, each (row, token) sum formed the same way whatever n (see {@link NativeKernels#floatRows}); on the Java
+ * kernels FMA dot products for decode and {@link FloatGemm} for prefill.
+ */
 final class BF16Matrix implements PackedMatrix {
     private static final VectorSpecies<Short> S = KernelSupport.S;
     private static final VectorSpecies<Integer> I = KernelSupport.I;
@@ -21,15 +25,30 @@ final class BF16Matrix implements PackedMatrix {
     private final MemorySegment data;
     private final int rows;
     private final int cols;
+    private final NativeKernels nativeKernels;   // null: the Java kernels below
 
     BF16Matrix(MemorySegment data, int rows, int cols) {
+        this(data, rows, cols, null);
+    }
+
+    /** With {@code nativeKernels} (null: none), which then multiply every token count (decode and prefill). */
+    BF16Matrix(MemorySegment data, int rows, int cols, NativeKernels nativeKernels) {
         KernelSupport.checkShape("BF16", data, rows, cols, 1, 2);
         this.data = data;
         this.rows = rows;
         this.cols = cols;
+        this.nativeKernels = nativeKernels;
     }
 
     public String typeName() { return "BF16"; }
+
+    public int invariantTokens() {
+        return NativeKernels.invariantTokens(nativeKernels);
+    }
+
+    /** Which kernels multiply: "java", or the native variant ("native avx512vnni"). */
+    String kernels() { return nativeKernels == null ? "java" : "native " + nativeKernels.variant().suffix; }
+
     public int rows() { return rows; }
     public int cols() { return cols; }
     public long rowBytes() { return (long) cols * 2; }
@@ -45,6 +64,11 @@ final class BF16Matrix implements PackedMatrix {
 
     public void multiplyRows(int firstRow, int rowCount, float[] x, int n, float[] out, WorkerPool pool) {
         KernelSupport.checkMultiply(this, firstRow, rowCount, x, n, out);
+        if (nativeKernels != null) {   // decode and prefill alike: a token's results do not depend on n
+            pool.runRanges(rowCount, KernelSupport.parts(pool), 8, (from, to) -> nativeKernels.floatRows(NativeKernels.FloatKind.BF16,
+                    data, firstRow + from, to - from, cols, x, n, out, from, rowCount));
+            return;
+        }
         if (KernelSupport.gemm(n)) {
             FloatGemm.multiply(this, firstRow, rowCount, x, n, out, pool);
             return;

@@ -34,7 +34,7 @@ public final class CpuBackend implements Backend {
     }
 
     /**
-     * A backend with {@code threads} threads whose quantised matrices (Q8_0, Q4_0, Q4_K, Q6_K, MLX affine 4 and 8
+     * A backend with {@code threads} threads whose matrices (Q8_0, Q4_0, Q4_K, Q6_K, F32, F16, BF16, MLX affine 4 and 8
      * bits) multiply on the
      * kernels {@code kernels} selects: {@code native} refuses (naming --kernels) when no C compiler built them,
      * {@code auto} falls back to Java (said once).
@@ -112,9 +112,9 @@ public final class CpuBackend implements Backend {
         if (values.length != (long) rows * cols) throw new IllegalArgumentException(name + ": " + values.length + " values for " + rows + "×" + cols);
         float[] copy = values.clone();
         if (rows == 1) {   // one row: a vector and a 1-row matrix (multiplied by nothing the scheduler batches)
-            return new CpuWeight(name, "F32", rows, cols, new F32Matrix(MemorySegment.ofArray(copy), rows, cols), copy);
+            return new CpuWeight(name, "F32", rows, cols, new F32Matrix(MemorySegment.ofArray(copy), rows, cols, nativeKernels), copy);
         }
-        return matrix(name, "F32", new F32Matrix(MemorySegment.ofArray(copy), rows, cols), null);
+        return matrix(name, "F32", new F32Matrix(MemorySegment.ofArray(copy), rows, cols, nativeKernels), null);
     }
 
     public Ops ops() { return ops; }

@@ -22,7 +22,7 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 /**
  * The native CPU kernels ({@code native/cpu/forkpoint_kernels.c}: Q8_0, Q4_0; {@code forkpoint_kquants.c}: Q4_K,
- * Q6_K; {@code forkpoint_affine.c}: MLX affine 4 and 8 bits) loaded through FFM: one instruction-set
+ * Q6_K; {@code forkpoint_affine.c}: MLX affine 4 and 8 bits; {@code forkpoint_float.c}: F32, F16, BF16) loaded through FFM: one instruction-set
  * {@link Variant} of the library {@link NativeBuild} made, its functions bound as critical downcalls (no thread-state
  * transition; heap arrays passed in place, no copies). Each call computes one slice of rows; the Java worker pool does
  * the threading. The library and its variant are found once per process ({@link #forChoice}); a choice that cannot be
@@ -58,7 +58,26 @@ final class NativeKernels {
      */
     private static final FunctionDescriptor AFFINE_ROWS = FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, ADDRESS, JAVA_INT,
             JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_INT, ADDRESS, JAVA_INT);
+    /**
+     * The float kernels' ({@code forkpoint_float.c}): void f(const uint8_t* w, int kind, int cols, int rows,
+     * const float* x, int n, float* out, int stride), kind a {@link FloatKind}'s code.
+     */
+    private static final FunctionDescriptor FLOAT_ROWS = FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT,
+            ADDRESS, JAVA_INT, ADDRESS, JAVA_INT);
     static final int ABI_VERSION = 1;
+
+    /** The weight types of the float kernels: the code {@code forkpoint_float.c} takes and the bytes of one value. */
+    enum FloatKind {
+        F32(0, 4), F16(1, 2), BF16(2, 2);
+
+        final int code;
+        final int bytes;
+
+        FloatKind(int code, int bytes) {
+            this.code = code;
+            this.bytes = bytes;
+        }
+    }
 
     /** An instruction-set variant of the kernels: its symbol suffix and the feature bit fp_cpu_features sets for it. */
     enum Variant {
@@ -87,6 +106,7 @@ final class NativeKernels {
     private final MethodHandle attnFold;
     private final MethodHandle affine4;
     private final MethodHandle affine8;
+    private final MethodHandle floatRows;
 
     private NativeKernels(Library library, Variant variant) {
         this.variant = variant;
@@ -98,6 +118,7 @@ final class NativeKernels {
         this.attnFold = bind(library, "fp_attn_fold_" + variant.suffix, ATTN_FOLD);
         this.affine4 = bind(library, "fp_affine4_rows_" + variant.suffix, AFFINE_ROWS);
         this.affine8 = bind(library, "fp_affine8_rows_" + variant.suffix, AFFINE_ROWS);
+        this.floatRows = bind(library, "fp_float_rows_" + variant.suffix, FLOAT_ROWS);
     }
 
     /**
@@ -299,6 +320,42 @@ final class NativeKernels {
                 int count = Math.min(MAX_TOKENS, n - t0);
                 h.invokeExact(codes, s, b, scaleKind, groupShift, blocks, rows, x.asSlice((long) t0 * blocks * 32),
                         d.asSlice(4L * t0 * blocks), sums.asSlice(4L * t0 * groups), count,
+                        results.asSlice(4L * ((long) t0 * outStride + outOffset)), outStride);
+            }
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+
+    /**
+     * Tokens one call of the float kernels takes: the call tiles them over its rows, whose bytes stay in cache for all
+     * of them (64 tokens of 2048 floats are 512 KiB, an L2's worth). A token's results do not depend on it.
+     */
+    static final int FLOAT_TOKENS = 64;
+
+    /**
+     * Rows of an F32, F16 or BF16 matrix times any number of tokens of float activations: out[t·outStride + outOffset
+     * + i] = Σ_c W[firstRow + i][c] · x[t·cols + c] for i &lt; {@code rows} and every t &lt; n, the weights read in
+     * place from {@code w} (row-major, {@code cols} values of {@code kind} a row), in calls of at most
+     * {@value #FLOAT_TOKENS} tokens over the same rows. A (row, token) result depends on that row and that token only
+     * (see {@code forkpoint_float.c}): a prefill's rows are its decode rows, bit for bit.
+     */
+    void floatRows(FloatKind kind, MemorySegment w, int firstRow, int rows, int cols, float[] x, int n, float[] out,
+                   int outOffset, int outStride) {
+        if (n < 1 || rows < 0 || firstRow < 0 || cols < 1 || (long) n * cols > x.length
+                || outOffset < 0 || (rows > 0 && (long) outOffset + (long) (n - 1) * outStride + rows > out.length)) {
+            throw new IllegalArgumentException("native kernel arguments out of range: n " + n + ", rows " + rows + ", cols " + cols);
+        }
+        if (rows == 0) return;
+        long rowBytes = (long) cols * kind.bytes;
+        MemorySegment weights = w.asSlice(firstRow * rowBytes, rows * rowBytes);   // checks the weights' bounds
+        MemorySegment activations = MemorySegment.ofArray(x), results = MemorySegment.ofArray(out);
+        try {
+            for (int t0 = 0; t0 < n; t0 += FLOAT_TOKENS) {
+                int count = Math.min(FLOAT_TOKENS, n - t0);
+                floatRows.invokeExact(weights, kind.code, cols, rows, activations.asSlice(4L * t0 * cols), count,
                         results.asSlice(4L * ((long) t0 * outStride + outOffset)), outStride);
             }
         } catch (RuntimeException | Error e) {

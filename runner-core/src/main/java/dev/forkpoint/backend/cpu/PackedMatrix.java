@@ -83,20 +83,20 @@ public interface PackedMatrix {
 
     /**
      * {@link #of(GgmlTensor)} on the kernels {@code kernels} chooses for the types the native kernels cover (Q8_0, Q4_0,
-     * Q4_K, Q6_K), as {@link CpuBackend} makes them: for benchmarks of one matrix.
+     * Q4_K, Q6_K, F32, F16, BF16), as {@link CpuBackend} makes them: for benchmarks of one matrix.
      */
     static PackedMatrix of(GgmlTensor t, dev.forkpoint.backend.KernelChoice kernels) {
         return of(t, NativeKernels.forChoice(kernels).orElse(null));
     }
 
-    /** {@link #of(GgmlTensor)} with the native kernels for the types they cover (Q8_0, Q4_0, Q4_K, Q6_K); null: the Java kernels. */
+    /** {@link #of(GgmlTensor)} with the native kernels for the types they cover (Q8_0, Q4_0, Q4_K, Q6_K, F32, F16, BF16); null: the Java kernels. */
     static PackedMatrix of(GgmlTensor t, NativeKernels nativeKernels) {
         int rows = t.rows(), cols = t.rowLength();
         try {
             return switch (t.type()) {
-                case F32 -> new F32Matrix(t.data(), rows, cols);
-                case F16 -> new F16Matrix(t.data(), rows, cols);
-                case BF16 -> new BF16Matrix(t.data(), rows, cols);
+                case F32 -> new F32Matrix(t.data(), rows, cols, nativeKernels);
+                case F16 -> new F16Matrix(t.data(), rows, cols, nativeKernels);
+                case BF16 -> new BF16Matrix(t.data(), rows, cols, nativeKernels);
                 case Q8_0 -> new Q8_0Matrix(t.data(), rows, cols, nativeKernels);
                 case Q4_0 -> new Q4_0Matrix(t.data(), rows, cols, nativeKernels);
                 case Q4_K -> new Q4KMatrix(t.data(), rows, cols, nativeKernels);
