@@ -135,7 +135,7 @@ class NativeAffineKernelTest {
                         }
                         AffineTensor t = tensor(f, st, rows, cols, codes, scales, biases);
                         PackedMatrix java = PackedMatrix.of(t, (NativeKernels) null), nat = PackedMatrix.of(t, k);
-                        for (int n : new int[] {1, 2, 5, 8, 9, 16, 33}) {
+                        for (int n : new int[] {1, 2, 5, 8, 9, 15, 16, 33}) {   // 9 and 15: the general body's ends
                             float[] x = new float[n * cols];
                             for (int i = 0; i < x.length; i++) x[i] = (float) rnd.nextGaussian();
                             float[] xq = Q8Activations.q8_0(x, n, cols).dequantized();
