@@ -100,309 +100,53 @@ FP_EXPORT void fp_float_rows_c(const uint8_t* w, int32_t kind, int32_t cols, int
 /* ---- x86: AVX-512 (the avx512vnni variant; only AVX-512F is used here) and AVX2 + FMA + F16C ----------------- */
 #ifdef FP_X86
 
-__attribute__((target(FP_VNNI), always_inline))
-static inline __m512 load16_avx512(const uint8_t* row, int kind, int32_t c) {
-    if (kind == FP_FLOAT_F16) return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(row + 2 * (int64_t)c)));
-    if (kind == FP_FLOAT_BF16) {
-        __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)(row + 2 * (int64_t)c)));
-        return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
-    }
-    return _mm512_loadu_ps((const float*)(row + 4 * (int64_t)c));
-}
-
 /*
- * One decode register tile: R rows (4, or 1 for a slice's last rows; a constant after inlining) × one token, one
- * 16-lane accumulator per row. Called token after token for the fewer than FP_GEMM_MIN_TOKENS tokens of a decode
- * call (the rows' bytes come from L1 after the first), which keeps the instantiations, and the library's build,
- * few; the tile shape never changes a pair's sum.
- */
-__attribute__((target(FP_VNNI), always_inline))
-static inline void tile_avx512(const uint8_t* w, int64_t row_bytes, int kind, int32_t cols, const float* x, int R,
-                             float* out, int prefetch) {
-    __m512 acc[4];
-    for (int i = 0; i < R; i++) acc[i] = _mm512_setzero_ps();
-    int32_t full = cols / 16 * 16;
-    int64_t step_bytes = 16 * float_kind_bytes(kind);
-    for (int32_t c = 0; c < full; c += 16) {
-        __m512 xv = _mm512_loadu_ps(x + c);
-        for (int i = 0; i < R; i++) {
-            if (prefetch) FP_PREFETCH(w + i * row_bytes + c / 16 * step_bytes);
-            acc[i] = _mm512_fmadd_ps(load16_avx512(w + i * row_bytes, kind, c), xv, acc[i]);
-        }
-    }
-    if (full < cols) {
-        float wp[16], xp[16];
-        floats_padded(x, full, cols, xp, 16);
-        for (int i = 0; i < R; i++) {
-            float_weights_padded(w + i * row_bytes, kind, full, cols, wp, 16);
-            acc[i] = _mm512_fmadd_ps(_mm512_loadu_ps(wp), _mm512_loadu_ps(xp), acc[i]);
-        }
-    }
-    for (int i = 0; i < R; i++) out[i] = hsum512(acc[i]);
-}
-
-__attribute__((target(FP_VNNI), always_inline))
-static inline void rows_avx512(const uint8_t* w, int kind, int32_t cols, int32_t rows, const float* x, int32_t n,
-                               float* out, int32_t out_stride) {
-    int64_t row_bytes = (int64_t)cols * float_kind_bytes(kind);
-    for (int32_t r = 0; r < rows;) {
-        int R = rows - r >= 4 ? 4 : 1;
-        const uint8_t* wr = w + r * row_bytes;
-        for (int32_t t = 0; t < n; t++) {   /* n < FP_GEMM_MIN_TOKENS: later tokens find the rows in L1 */
-            const float* xt = x + (int64_t)t * cols;
-            float* o = out + (int64_t)t * out_stride + r;
-            if (R == 4) tile_avx512(wr, row_bytes, kind, cols, xt, 4, o, t == 0);
-            else tile_avx512(wr, row_bytes, kind, cols, xt, 1, o, t == 0);
-        }
-        r += R;
-    }
-}
-
-/*
- * Prefill: GEMM_R rows at a time, their columns in chunks of FP_GEMM_COLS converted once into a float scratch (L1) and
- * met by every token of the block, GEMM_T tokens at a time (the activations stream from L2, each load serving GEMM_R
- * rows); a pair's 16-lane accumulator is kept in `keep` between chunks (stored and reloaded: exact), so its sum is
- * formed exactly as tile_avx512 forms it. Rows past the slice's end are zeros in the scratch, computed and dropped.
+ * Prefill's chunking (both variants): FP_GEMM_COLS columns of GEMM_R rows converted into the scratch per chunk, at most
+ * FP_GEMM_TOKENS tokens of the call kept (one accumulator per row and token) between chunks. The decode tiles and the
+ * GEMM are written once in fp_float_body.h over the vocabulary each variant defines here.
  */
 #define FP_GEMM_COLS 512
 #define FP_GEMM_TOKENS 64
-#define GEMM512_R 4
-#define GEMM512_T 4
 
-__attribute__((target(FP_VNNI), always_inline))
-static inline void gemm_tile_avx512(const float* wbuf, const float* x, int32_t cols, int32_t k0, int32_t kc, int T,
-                                    float* keep, int first, int last, float* out, int32_t out_stride, int rr) {
-    __m512 acc[GEMM512_R][GEMM512_T];
-    for (int i = 0; i < GEMM512_R; i++) for (int j = 0; j < T; j++)
-        acc[i][j] = first ? _mm512_setzero_ps() : _mm512_load_ps(keep + (j * GEMM512_R + i) * 16);
-    int32_t full = kc / 16 * 16;
-    for (int32_t c = 0; c < full; c += 16) {
-        for (int j = 0; j < T; j++) {
-            __m512 xv = _mm512_loadu_ps(x + (int64_t)j * cols + k0 + c);
-            for (int i = 0; i < GEMM512_R; i++) acc[i][j] = _mm512_fmadd_ps(_mm512_load_ps(wbuf + i * FP_GEMM_COLS + c), xv, acc[i][j]);
-        }
-    }
-    if (full < kc) {   /* the row's zero-padded last vector: masked activations, zeros in the scratch */
-        __mmask16 m = (__mmask16)((1u << (kc - full)) - 1);
-        for (int j = 0; j < T; j++) {
-            __m512 xv = _mm512_maskz_loadu_ps(m, x + (int64_t)j * cols + k0 + full);
-            for (int i = 0; i < GEMM512_R; i++) acc[i][j] = _mm512_fmadd_ps(_mm512_load_ps(wbuf + i * FP_GEMM_COLS + full), xv, acc[i][j]);
-        }
-    }
-    if (last) {
-        for (int i = 0; i < rr; i++) for (int j = 0; j < T; j++) out[(int64_t)j * out_stride + i] = hsum512(acc[i][j]);
-    } else {
-        for (int i = 0; i < GEMM512_R; i++) for (int j = 0; j < T; j++) _mm512_store_ps(keep + (j * GEMM512_R + i) * 16, acc[i][j]);
-    }
-}
+/* AVX-512: 16 lanes, GEMM 4 rows × 4 tokens. */
+#define FF_SUFFIX avx512vnni
+#define FF_TARGET FP_VNNI
+#define W 16
+#define V __m512
+#define VZERO() _mm512_setzero_ps()
+#define VLOADU(p) _mm512_loadu_ps(p)
+#define VLOAD(p) _mm512_load_ps(p)
+#define VSTORE(p, v) _mm512_store_ps((p), (v))
+#define VLOADH(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(p)))
+#define VLOADBF(p) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)(p))), 16))
+#define VMASK __mmask16
+#define VTAILMASK(n) ((__mmask16)((1u << (n)) - 1))
+#define VLOADM(p, m) _mm512_maskz_loadu_ps((m), (p))
+#define VFMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
+#define VHSUM(v) hsum512(v)
+#define GEMM_R 4
+#define GEMM_T 4
+#include "fp_float_body.h"
 
-/* Columns [k0, k0 + full) of a row converted into the scratch b (full a multiple of 16), prefetched on the first pass. */
-__attribute__((target(FP_VNNI), always_inline))
-static inline void convert_avx512(const uint8_t* row, int kind, int32_t k0, int32_t full, float* b, int prefetch) {
-    for (int32_t c = 0; c < full; c += 16) {
-        if (prefetch) FP_PREFETCH(row + (k0 + c) * float_kind_bytes(kind));
-        _mm512_store_ps(b + c, load16_avx512(row, kind, k0 + c));
-    }
-}
-
-/* Not inlined per weight kind: only the conversion into the scratch depends on it. */
-__attribute__((target(FP_VNNI), noinline))
-static void gemm_avx512(const uint8_t* w, int kind, int32_t cols, int32_t rows, const float* x, int32_t n,
-                               float* out, int32_t out_stride) {
-    _Alignas(64) float wbuf[GEMM512_R * FP_GEMM_COLS];
-    _Alignas(64) float keep[FP_GEMM_TOKENS * GEMM512_R * 16];   /* per token of the block, per row: an accumulator */
-    int64_t row_bytes = (int64_t)cols * float_kind_bytes(kind);
-    for (int32_t r0 = 0; r0 < rows; r0 += GEMM512_R) {
-        int rr = rows - r0 < GEMM512_R ? rows - r0 : GEMM512_R;
-        for (int32_t t0 = 0; t0 < n; t0 += FP_GEMM_TOKENS) {
-            int32_t tb = n - t0 < FP_GEMM_TOKENS ? n - t0 : FP_GEMM_TOKENS;
-            for (int32_t k0 = 0; k0 < cols; k0 += FP_GEMM_COLS) {
-                int32_t kc = cols - k0 < FP_GEMM_COLS ? cols - k0 : FP_GEMM_COLS;
-                int32_t full = kc / 16 * 16;
-                for (int i = 0; i < GEMM512_R; i++) {
-                    float* b = wbuf + i * FP_GEMM_COLS;
-                    if (i >= rr) {
-                        for (int32_t c = 0; c < FP_GEMM_COLS; c += 16) _mm512_store_ps(b + c, _mm512_setzero_ps());
-                        continue;
-                    }
-                    const uint8_t* row = w + (r0 + i) * row_bytes;
-                    if (kind == FP_FLOAT_F16) convert_avx512(row, FP_FLOAT_F16, k0, full, b, t0 == 0);
-                    else if (kind == FP_FLOAT_BF16) convert_avx512(row, FP_FLOAT_BF16, k0, full, b, t0 == 0);
-                    else convert_avx512(row, FP_FLOAT_F32, k0, full, b, t0 == 0);
-                    if (full < kc) float_weights_padded(row, kind, k0 + full, cols, b + full, 16);
-                }
-                int first = k0 == 0, last = k0 + kc == cols;
-                int32_t t = 0;
-                for (; t + GEMM512_T <= tb; t += GEMM512_T) {
-                    gemm_tile_avx512(wbuf, x + (int64_t)(t0 + t) * cols, cols, k0, kc, GEMM512_T, keep + t * GEMM512_R * 16,
-                                     first, last, out + (int64_t)(t0 + t) * out_stride + r0, out_stride, rr);
-                }
-                for (; t < tb; t++) {
-                    gemm_tile_avx512(wbuf, x + (int64_t)(t0 + t) * cols, cols, k0, kc, 1, keep + t * GEMM512_R * 16,
-                                     first, last, out + (int64_t)(t0 + t) * out_stride + r0, out_stride, rr);
-                }
-            }
-        }
-    }
-}
-
-__attribute__((target(FP_VNNI)))
-FP_EXPORT void fp_float_rows_avx512vnni(const uint8_t* w, int32_t kind, int32_t cols, int32_t rows, const float* x,
-                                        int32_t n, float* out, int32_t out_stride) {
-    if (n >= FP_GEMM_MIN_TOKENS) {
-        gemm_avx512(w, kind, cols, rows, x, n, out, out_stride);
-        return;
-    }
-    if (kind == FP_FLOAT_F16) rows_avx512(w, FP_FLOAT_F16, cols, rows, x, n, out, out_stride);
-    else if (kind == FP_FLOAT_BF16) rows_avx512(w, FP_FLOAT_BF16, cols, rows, x, n, out, out_stride);
-    else rows_avx512(w, FP_FLOAT_F32, cols, rows, x, n, out, out_stride);
-}
-
-__attribute__((target("avx2,fma,f16c"), always_inline))
-static inline __m256 load8_avx2(const uint8_t* row, int kind, int32_t c) {
-    if (kind == FP_FLOAT_F16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(row + 2 * (int64_t)c)));
-    if (kind == FP_FLOAT_BF16) {
-        __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i*)(row + 2 * (int64_t)c)));
-        return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
-    }
-    return _mm256_loadu_ps((const float*)(row + 4 * (int64_t)c));
-}
-
-/* As tile_avx512 with 8 lanes. */
-__attribute__((target("avx2,fma,f16c"), always_inline))
-static inline void tile_avx2(const uint8_t* w, int64_t row_bytes, int kind, int32_t cols, const float* x, int R,
-                             float* out, int prefetch) {
-    __m256 acc[4];
-    for (int i = 0; i < R; i++) acc[i] = _mm256_setzero_ps();
-    int32_t full = cols / 8 * 8;
-    int64_t step_bytes = 8 * float_kind_bytes(kind);
-    for (int32_t c = 0; c < full; c += 8) {
-        __m256 xv = _mm256_loadu_ps(x + c);
-        for (int i = 0; i < R; i++) {
-            if (prefetch) FP_PREFETCH(w + i * row_bytes + c / 8 * step_bytes);
-            acc[i] = _mm256_fmadd_ps(load8_avx2(w + i * row_bytes, kind, c), xv, acc[i]);
-        }
-    }
-    if (full < cols) {
-        float wp[8], xp[8];
-        floats_padded(x, full, cols, xp, 8);
-        for (int i = 0; i < R; i++) {
-            float_weights_padded(w + i * row_bytes, kind, full, cols, wp, 8);
-            acc[i] = _mm256_fmadd_ps(_mm256_loadu_ps(wp), _mm256_loadu_ps(xp), acc[i]);
-        }
-    }
-    for (int i = 0; i < R; i++) out[i] = hsum256(acc[i]);
-}
-
-__attribute__((target("avx2,fma,f16c"), always_inline))
-static inline void rows_avx2(const uint8_t* w, int kind, int32_t cols, int32_t rows, const float* x, int32_t n,
-                             float* out, int32_t out_stride) {
-    int64_t row_bytes = (int64_t)cols * float_kind_bytes(kind);
-    for (int32_t r = 0; r < rows;) {
-        int R = rows - r >= 4 ? 4 : 1;
-        const uint8_t* wr = w + r * row_bytes;
-        for (int32_t t = 0; t < n; t++) {   /* n < FP_GEMM_MIN_TOKENS: later tokens find the rows in L1 */
-            const float* xt = x + (int64_t)t * cols;
-            float* o = out + (int64_t)t * out_stride + r;
-            if (R == 4) tile_avx2(wr, row_bytes, kind, cols, xt, 4, o, t == 0);
-            else tile_avx2(wr, row_bytes, kind, cols, xt, 1, o, t == 0);
-        }
-        r += R;
-    }
-}
-
-/* As gemm_avx512 with 8 lanes: GEMM256_R × GEMM256_T accumulators (12), an activation and the weights as memory operands. */
-#define GEMM256_R 4
-#define GEMM256_T 3
-
-__attribute__((target("avx2,fma,f16c"), always_inline))
-static inline void gemm_tile_avx2(const float* wbuf, const float* x, int32_t cols, int32_t k0, int32_t kc, int T,
-                                  float* keep, int first, int last, float* out, int32_t out_stride, int rr) {
-    __m256 acc[GEMM256_R][GEMM256_T];
-    for (int i = 0; i < GEMM256_R; i++) for (int j = 0; j < T; j++)
-        acc[i][j] = first ? _mm256_setzero_ps() : _mm256_load_ps(keep + (j * GEMM256_R + i) * 8);
-    int32_t full = kc / 8 * 8;
-    for (int32_t c = 0; c < full; c += 8) {
-        for (int j = 0; j < T; j++) {
-            __m256 xv = _mm256_loadu_ps(x + (int64_t)j * cols + k0 + c);
-            for (int i = 0; i < GEMM256_R; i++) acc[i][j] = _mm256_fmadd_ps(_mm256_load_ps(wbuf + i * FP_GEMM_COLS + c), xv, acc[i][j]);
-        }
-    }
-    if (full < kc) {   /* the row's zero-padded last vector: masked activations, zeros in the scratch */
-        __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(kc - full), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-        for (int j = 0; j < T; j++) {
-            __m256 xv = _mm256_maskload_ps(x + (int64_t)j * cols + k0 + full, m);
-            for (int i = 0; i < GEMM256_R; i++) acc[i][j] = _mm256_fmadd_ps(_mm256_load_ps(wbuf + i * FP_GEMM_COLS + full), xv, acc[i][j]);
-        }
-    }
-    if (last) {
-        for (int i = 0; i < rr; i++) for (int j = 0; j < T; j++) out[(int64_t)j * out_stride + i] = hsum256(acc[i][j]);
-    } else {
-        for (int i = 0; i < GEMM256_R; i++) for (int j = 0; j < T; j++) _mm256_store_ps(keep + (j * GEMM256_R + i) * 8, acc[i][j]);
-    }
-}
-
-/* Columns [k0, k0 + full) of a row converted into the scratch b (full a multiple of 8), prefetched on the first pass. */
-__attribute__((target("avx2,fma,f16c"), always_inline))
-static inline void convert_avx2(const uint8_t* row, int kind, int32_t k0, int32_t full, float* b, int prefetch) {
-    for (int32_t c = 0; c < full; c += 8) {
-        if (prefetch) FP_PREFETCH(row + (k0 + c) * float_kind_bytes(kind));
-        _mm256_store_ps(b + c, load8_avx2(row, kind, k0 + c));
-    }
-}
-
-/* Not inlined per weight kind: only the conversion into the scratch depends on it. */
-__attribute__((target("avx2,fma,f16c"), noinline))
-static void gemm_avx2(const uint8_t* w, int kind, int32_t cols, int32_t rows, const float* x, int32_t n,
-                             float* out, int32_t out_stride) {
-    _Alignas(32) float wbuf[GEMM256_R * FP_GEMM_COLS];
-    _Alignas(32) float keep[FP_GEMM_TOKENS * GEMM256_R * 8];   /* per token of the block, per row: an accumulator */
-    int64_t row_bytes = (int64_t)cols * float_kind_bytes(kind);
-    for (int32_t r0 = 0; r0 < rows; r0 += GEMM256_R) {
-        int rr = rows - r0 < GEMM256_R ? rows - r0 : GEMM256_R;
-        for (int32_t t0 = 0; t0 < n; t0 += FP_GEMM_TOKENS) {
-            int32_t tb = n - t0 < FP_GEMM_TOKENS ? n - t0 : FP_GEMM_TOKENS;
-            for (int32_t k0 = 0; k0 < cols; k0 += FP_GEMM_COLS) {
-                int32_t kc = cols - k0 < FP_GEMM_COLS ? cols - k0 : FP_GEMM_COLS;
-                int32_t full = kc / 8 * 8;
-                for (int i = 0; i < GEMM256_R; i++) {
-                    float* b = wbuf + i * FP_GEMM_COLS;
-                    if (i >= rr) {
-                        for (int32_t c = 0; c < FP_GEMM_COLS; c += 8) _mm256_store_ps(b + c, _mm256_setzero_ps());
-                        continue;
-                    }
-                    const uint8_t* row = w + (r0 + i) * row_bytes;
-                    if (kind == FP_FLOAT_F16) convert_avx2(row, FP_FLOAT_F16, k0, full, b, t0 == 0);
-                    else if (kind == FP_FLOAT_BF16) convert_avx2(row, FP_FLOAT_BF16, k0, full, b, t0 == 0);
-                    else convert_avx2(row, FP_FLOAT_F32, k0, full, b, t0 == 0);
-                    if (full < kc) float_weights_padded(row, kind, k0 + full, cols, b + full, 8);
-                }
-                int first = k0 == 0, last = k0 + kc == cols;
-                int32_t t = 0;
-                for (; t + GEMM256_T <= tb; t += GEMM256_T) {
-                    gemm_tile_avx2(wbuf, x + (int64_t)(t0 + t) * cols, cols, k0, kc, GEMM256_T, keep + t * GEMM256_R * 8,
-                                   first, last, out + (int64_t)(t0 + t) * out_stride + r0, out_stride, rr);
-                }
-                for (; t < tb; t++) {
-                    gemm_tile_avx2(wbuf, x + (int64_t)(t0 + t) * cols, cols, k0, kc, 1, keep + t * GEMM256_R * 8,
-                                   first, last, out + (int64_t)(t0 + t) * out_stride + r0, out_stride, rr);
-                }
-            }
-        }
-    }
-}
-
-__attribute__((target("avx2,fma,f16c")))
-FP_EXPORT void fp_float_rows_avx2(const uint8_t* w, int32_t kind, int32_t cols, int32_t rows, const float* x,
-                                  int32_t n, float* out, int32_t out_stride) {
-    if (n >= FP_GEMM_MIN_TOKENS) {
-        gemm_avx2(w, kind, cols, rows, x, n, out, out_stride);
-        return;
-    }
-    if (kind == FP_FLOAT_F16) rows_avx2(w, FP_FLOAT_F16, cols, rows, x, n, out, out_stride);
-    else if (kind == FP_FLOAT_BF16) rows_avx2(w, FP_FLOAT_BF16, cols, rows, x, n, out, out_stride);
-    else rows_avx2(w, FP_FLOAT_F32, cols, rows, x, n, out, out_stride);
-}
+/* AVX2: 8 lanes, GEMM 4 rows × 3 tokens (12 accumulators, an activation and the weights as memory operands). */
+#define FF_SUFFIX avx2
+#define FF_TARGET "avx2,fma,f16c"
+#define W 8
+#define V __m256
+#define VZERO() _mm256_setzero_ps()
+#define VLOADU(p) _mm256_loadu_ps(p)
+#define VLOAD(p) _mm256_load_ps(p)
+#define VSTORE(p, v) _mm256_store_ps((p), (v))
+#define VLOADH(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(p)))
+#define VLOADBF(p) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i*)(p))), 16))
+#define VMASK __m256i
+#define VTAILMASK(n) _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
+#define VLOADM(p, m) _mm256_maskload_ps((p), (m))
+#define VFMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
+#define VHSUM(v) hsum256(v)
+#define GEMM_R 4
+#define GEMM_T 3
+#include "fp_float_body.h"
 
 #endif
 

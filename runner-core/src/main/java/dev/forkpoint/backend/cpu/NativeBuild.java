@@ -32,7 +32,7 @@ final class NativeBuild {
     /** The C files of the library (sources and the header they share); the .c ones are compiled, into one library. */
     static final List<String> SOURCES = List.of("fp_kernels.h", "forkpoint_kernels.c", "forkpoint_kquants.c",
             "fp_attention_body.h", "forkpoint_attention.c", "forkpoint_affine.c",
-            "forkpoint_float.c");
+            "fp_float_body.h", "forkpoint_float.c");
     private static final List<String> COMPILERS = List.of("cc", "gcc", "clang");
 
     /** What a build gave: the library, or why there is none (each compiler looked for, or the compiler's output). */

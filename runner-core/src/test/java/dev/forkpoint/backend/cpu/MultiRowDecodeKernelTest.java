@@ -10,10 +10,7 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.Arrays;
 import java.util.Random;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
  * Batch invariance of the decode kernels: a multiply of n ≤ {@link KernelSupport#DECODE_MAX_ROWS} tokens (a batch of
@@ -47,19 +44,8 @@ class MultiRowDecodeKernelTest {
         Random rnd = new Random(5);
         for (int round = 0; round < 6; round++) {
             for (int n : new int[] {2, 3, 4, 5, 8, 11, 16}) {
-                float[] x = new float[n * cols];
-                for (int i = 0; i < x.length; i++) x[i] = (float) rnd.nextGaussian();
-                float[] batch = new float[n * rows];
-                m.multiply(x, n, batch, pool);
-                for (int t = 0; t < n; t++) {
-                    float[] alone = new float[rows];
-                    m.multiply(Arrays.copyOfRange(x, t * cols, (t + 1) * cols), 1, alone, pool);
-                    for (int r = 0; r < rows; r++) {
-                        int tt = t, rr = r, nn = n;
-                        assertEquals(Float.floatToRawIntBits(alone[r]), Float.floatToRawIntBits(batch[t * rows + r]),
-                                () -> type + " n=" + nn + " token " + tt + " row " + rr + ": " + batch[tt * rows + rr] + " batched vs " + alone[rr] + " alone");
-                    }
-                }
+                float[] x = NativeVariants.gaussian(n * cols, rnd);
+                BatchInvariance.assertBatchEqualsTokensAlone(m, x, n, pool, type + " n=" + n);
             }
         }
     }

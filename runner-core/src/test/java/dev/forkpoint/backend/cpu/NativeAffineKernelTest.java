@@ -4,15 +4,12 @@ import dev.forkpoint.tensor.AffineCodec;
 import dev.forkpoint.tensor.AffineFormat;
 import dev.forkpoint.tensor.AffineTensor;
 import dev.forkpoint.tensor.GgmlType;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 import java.lang.foreign.Arena;
-import java.util.Arrays;
 import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.*;
@@ -38,17 +35,8 @@ class NativeAffineKernelTest {
     private static final int[] BITS = {4, 8};
     private static final int[] GROUP_SIZES = {32, 64, 128};
     private static final GgmlType[] SCALE_TYPES = {GgmlType.F32, GgmlType.F16, GgmlType.BF16};
-    private static WorkerPool pool;
-
-    @BeforeAll
-    static void start() { pool = new WorkerPool(2); }
-
-    @AfterAll
-    static void stop() { pool.close(); }
-
-    private static NativeKernels kernels(NativeKernels.Variant v) {
-        return NativeVariants.kernels(v, NativeAffineKernelTest.class);
-    }
+    @RegisterExtension
+    static final NativeVariants.Fixture fixture = new NativeVariants.Fixture();
 
     /** A matrix of the given codes, scales and biases (each exactly representable in the scale type). */
     private static AffineTensor tensor(AffineFormat f, GgmlType st, int rows, int cols, int[] codes, float[] scales, float[] biases) {
@@ -69,7 +57,7 @@ class NativeAffineKernelTest {
     @ParameterizedTest
     @EnumSource(NativeKernels.Variant.class)
     void unitScalesAndIntegerBiasesGiveExactIntegerSums(NativeKernels.Variant v) {
-        NativeKernels k = kernels(v);
+        NativeKernels k = fixture.kernels(v);
         Random rnd = new Random(5);
         for (int bits : BITS) {
             for (int gs : GROUP_SIZES) {
@@ -87,9 +75,7 @@ class NativeAffineKernelTest {
                     AffineTensor t = tensor(f, st, rows, cols, codes, scales, biases);
                     for (int n : new int[] {1, 3, 16, 17}) {
                         float[] x = unitActivations(rnd, n, cols);
-                        float[] java = new float[n * rows], nat = new float[n * rows];
-                        PackedMatrix.of(t, (NativeKernels) null).multiply(x, n, java, pool);
-                        PackedMatrix.of(t, k).multiply(x, n, nat, pool);
+                        float[] java = fixture.multiply(PackedMatrix.of(t, (NativeKernels) null), x, n), nat = fixture.multiply(PackedMatrix.of(t, k), x, n);
                         for (int tok = 0; tok < n; tok++) {
                             for (int r = 0; r < rows; r++) {
                                 long exact = 0;
@@ -99,9 +85,7 @@ class NativeAffineKernelTest {
                                 }
                                 int at = tok * rows + r;
                                 String what = f.typeName() + " " + st + " " + v + " n=" + n + " token " + tok + " row " + r;
-                                assertEquals((float) exact, java[at], what + " Java");
-                                assertEquals(Float.floatToRawIntBits((float) exact), Float.floatToRawIntBits(nat[at]),
-                                        what + ": native " + nat[at] + " vs exact " + exact);
+                                NativeVariants.assertExactSum(exact, java[at], nat[at], what);
                             }
                         }
                     }
@@ -113,7 +97,7 @@ class NativeAffineKernelTest {
     @ParameterizedTest
     @EnumSource(NativeKernels.Variant.class)
     void realScalesAreWithinFloatRoundingOfDoubleAndOfTheJavaKernels(NativeKernels.Variant v) {
-        NativeKernels k = kernels(v);
+        NativeKernels k = fixture.kernels(v);
         Random rnd = new Random(19);
         int[] rowCounts = {1, 7, 37, 129};
         int[] groupCounts = {1, 3, 7, 19};   // 19: more than the 16 groups the VNNI kernels convert at a time
@@ -136,12 +120,9 @@ class NativeAffineKernelTest {
                         AffineTensor t = tensor(f, st, rows, cols, codes, scales, biases);
                         PackedMatrix java = PackedMatrix.of(t, (NativeKernels) null), nat = PackedMatrix.of(t, k);
                         for (int n : new int[] {1, 2, 5, 8, 9, 15, 16, 33}) {   // 9 and 15: the general body's ends
-                            float[] x = new float[n * cols];
-                            for (int i = 0; i < x.length; i++) x[i] = (float) rnd.nextGaussian();
+                            float[] x = NativeVariants.gaussian(n * cols, rnd);
                             float[] xq = Q8Activations.q8_0(x, n, cols).dequantized();
-                            float[] outJava = new float[n * rows], outNative = new float[n * rows];
-                            java.multiply(x, n, outJava, pool);
-                            nat.multiply(x, n, outNative, pool);
+                            float[] outJava = fixture.multiply(java, x, n), outNative = fixture.multiply(nat, x, n);
                             for (int tok = 0; tok < n; tok++) {
                                 for (int r = 0; r < rows; r++) {
                                     double ref = 0, magnitude = 0;
@@ -170,7 +151,7 @@ class NativeAffineKernelTest {
     @ParameterizedTest
     @EnumSource(NativeKernels.Variant.class)
     void batchesAndSlicesEqualTheirRowsAloneBitForBit(NativeKernels.Variant v) {
-        NativeKernels k = kernels(v);
+        NativeKernels k = fixture.kernels(v);
         Random rnd = new Random(31);
         // 41 rows go as slices of 16, 16 and 9 rows, the slice from row 5 as 16 and 7: whole and partial 16-row tiles
         // of the VNNI kernels, each row in another lane than in the whole
@@ -190,27 +171,10 @@ class NativeAffineKernelTest {
                 PackedMatrix m = PackedMatrix.of(tensor(f, st, rows, cols, codes, scales, biases), k);
                 assertEquals(Integer.MAX_VALUE, m.invariantTokens(), "native: any token count is invariant");
                 for (int n : new int[] {2, 7, 16, 17, 33}) {   // above 16: a prefill, in calls of 16 tokens
-                    float[] x = new float[n * cols];
-                    for (int i = 0; i < x.length; i++) x[i] = (float) rnd.nextGaussian();
-                    float[] batch = new float[n * rows];
-                    m.multiply(x, n, batch, pool);
-                    for (int t = 0; t < n; t++) {
-                        float[] alone = new float[rows];
-                        m.multiply(Arrays.copyOfRange(x, t * cols, (t + 1) * cols), 1, alone, pool);
-                        for (int r = 0; r < rows; r++) {
-                            assertEquals(Float.floatToRawIntBits(alone[r]), Float.floatToRawIntBits(batch[t * rows + r]),
-                                    f.typeName() + " " + st + " " + v + " n=" + n + " token " + t + " row " + r);
-                        }
-                    }
-                    int first = 5, count = 23;
-                    float[] slice = new float[n * count];
-                    m.multiplyRows(first, count, x, n, slice, pool);
-                    for (int t = 0; t < n; t++) {
-                        for (int r = 0; r < count; r++) {
-                            assertEquals(Float.floatToRawIntBits(batch[t * rows + first + r]), Float.floatToRawIntBits(slice[t * count + r]),
-                                    f.typeName() + " " + st + " " + v + " slice, token " + t + " row " + r);
-                        }
-                    }
+                    float[] x = NativeVariants.gaussian(n * cols, rnd);
+                    String what = f.typeName() + " " + st + " " + v + " n=" + n;
+                    float[] batch = BatchInvariance.assertBatchEqualsTokensAlone(m, x, n, fixture.pool(), what);
+                    BatchInvariance.assertSliceEqualsWhole(m, 5, 23, x, n, batch, fixture.pool(), what);
                 }
             }
         }
@@ -218,9 +182,7 @@ class NativeAffineKernelTest {
 
     @Test
     void otherWidthsStayOnTheJavaKernels() {
-        Object library = NativeKernels.library(System.getenv());
-        Assumptions.assumeTrue(library instanceof NativeKernels.Library, () -> "native kernels not built here: " + library);
-        NativeKernels k = NativeKernels.forChoice(dev.forkpoint.backend.KernelChoice.NATIVE).orElseThrow();
+        NativeKernels k = NativeVariants.chosen();
         for (int bits : new int[] {2, 3, 5, 6}) {
             AffineFormat f = new AffineFormat(bits, 64);
             int rows = 3, cols = 64;

@@ -3,10 +3,8 @@ package dev.forkpoint.backend.cpu;
 import dev.forkpoint.backend.KernelChoice;
 import dev.forkpoint.tensor.GgmlTensor;
 import dev.forkpoint.tensor.GgmlType;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -14,7 +12,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
-import java.util.Arrays;
 import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.*;
@@ -43,17 +40,8 @@ class NativeFloatKernelTest {
     private static final GgmlType[] TYPES = {GgmlType.F32, GgmlType.F16, GgmlType.BF16};
     private static final ValueLayout.OfShort I16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static WorkerPool pool;
-
-    @BeforeAll
-    static void start() { pool = new WorkerPool(2); }
-
-    @AfterAll
-    static void stop() { pool.close(); }
-
-    private static NativeKernels kernels(NativeKernels.Variant v) {
-        return NativeVariants.kernels(v, NativeFloatKernelTest.class);
-    }
+    @RegisterExtension
+    static final NativeVariants.Fixture fixture = new NativeVariants.Fixture();
 
     /** A rows × cols matrix of {@code type} holding {@code values} rounded to it (off-heap, as a mapped file is); returns the stored values in place. */
     private static GgmlTensor tensor(GgmlType type, int rows, int cols, float[] values) {
@@ -86,7 +74,7 @@ class NativeFloatKernelTest {
     @ParameterizedTest
     @EnumSource(NativeKernels.Variant.class)
     void everyFiniteHalfAndBfloatCodeConvertsExactly(NativeKernels.Variant v) {
-        NativeKernels k = kernels(v);
+        NativeKernels k = fixture.kernels(v);
         int rows = 64, cols = 1024;   // 65,536 codes: code r·cols + c at row r, column c
         float[] x = new float[cols * cols];
         for (int c = 0; c < cols; c++) x[c * cols + c] = 1;   // token c is one-hot at column c
@@ -101,7 +89,7 @@ class NativeFloatKernelTest {
             }
             PackedMatrix m = matrix(new GgmlTensor("blk.0.attn_q.weight", type, new long[] {cols, rows}, seg), k);
             float[] out = new float[cols * rows];
-            m.multiply(x, cols, out, pool);
+            m.multiply(x, cols, out, fixture.pool());
             for (int r = 0; r < rows; r++) {
                 for (int c = 0; c < cols; c++) {
                     int code = r * cols + c;
@@ -117,7 +105,7 @@ class NativeFloatKernelTest {
     @ParameterizedTest
     @EnumSource(NativeKernels.Variant.class)
     void integerValuesGiveTheExactSumOnNativeAndJava(NativeKernels.Variant v) {
-        NativeKernels k = kernels(v);
+        NativeKernels k = fixture.kernels(v);
         Random rnd = new Random(3);
         for (GgmlType type : TYPES) {
             for (int cols : new int[] {5, 16, 33, 300}) {
@@ -128,18 +116,14 @@ class NativeFloatKernelTest {
                 for (int n : new int[] {1, 3, 16, 17, 40}) {
                     float[] x = new float[n * cols];
                     for (int i = 0; i < x.length; i++) x[i] = rnd.nextInt(17) - 8;
-                    float[] java = new float[n * rows], nat = new float[n * rows];
-                    matrix(t, null).multiply(x, n, java, pool);
-                    matrix(t, k).multiply(x, n, nat, pool);
+                    float[] java = fixture.multiply(matrix(t, null), x, n), nat = fixture.multiply(matrix(t, k), x, n);
                     for (int tok = 0; tok < n; tok++) {
                         for (int r = 0; r < rows; r++) {
                             long exact = 0;
                             for (int c = 0; c < cols; c++) exact += (long) w[r * cols + c] * (long) x[tok * cols + c];
                             int at = tok * rows + r;
                             String what = type + " " + v + " cols " + cols + " n=" + n + " token " + tok + " row " + r;
-                            assertEquals((float) exact, java[at], what + " Java");
-                            assertEquals(Float.floatToRawIntBits((float) exact), Float.floatToRawIntBits(nat[at]),
-                                    what + ": native " + nat[at] + " vs exact " + exact);
+                            NativeVariants.assertExactSum(exact, java[at], nat[at], what);
                         }
                     }
                 }
@@ -150,7 +134,7 @@ class NativeFloatKernelTest {
     @ParameterizedTest
     @EnumSource(NativeKernels.Variant.class)
     void gaussianValuesAreWithinFloatRoundingOfDoubleAndOfTheJavaKernels(NativeKernels.Variant v) {
-        NativeKernels k = kernels(v);
+        NativeKernels k = fixture.kernels(v);
         Random rnd = new Random(23);
         int[] rowCounts = {1, 3, 5, 37, 129};
         int[] colCounts = {1, 7, 15, 16, 17, 33, 100, 257, 1000};
@@ -163,11 +147,8 @@ class NativeFloatKernelTest {
                 GgmlTensor t = tensor(type, rows, cols, w);
                 PackedMatrix java = matrix(t, null), nat = matrix(t, k);
                 for (int n : new int[] {1, 2, 5, 16, 17, 70}) {
-                    float[] x = new float[n * cols];
-                    for (int i = 0; i < x.length; i++) x[i] = (float) rnd.nextGaussian();
-                    float[] outJava = new float[n * rows], outNative = new float[n * rows];
-                    java.multiply(x, n, outJava, pool);
-                    nat.multiply(x, n, outNative, pool);
+                    float[] x = NativeVariants.gaussian(n * cols, rnd);
+                    float[] outJava = fixture.multiply(java, x, n), outNative = fixture.multiply(nat, x, n);
                     for (int tok = 0; tok < n; tok++) {
                         for (int r = 0; r < rows; r++) {
                             double ref = 0, g = 0;
@@ -194,7 +175,7 @@ class NativeFloatKernelTest {
     @ParameterizedTest
     @EnumSource(NativeKernels.Variant.class)
     void batchesPrefillsAndSlicesEqualTheirRowsAloneBitForBit(NativeKernels.Variant v) {
-        NativeKernels k = kernels(v);
+        NativeKernels k = fixture.kernels(v);
         Random rnd = new Random(41);
         int rows = 41;
         for (GgmlType type : TYPES) {
@@ -204,27 +185,10 @@ class NativeFloatKernelTest {
                 PackedMatrix m = matrix(tensor(type, rows, cols, w), k);
                 assertEquals(Integer.MAX_VALUE, m.invariantTokens(), "native: any token count is invariant");
                 for (int n : new int[] {2, 7, 16, 17, 33, 130}) {   // 130: three calls of at most 64 tokens
-                    float[] x = new float[n * cols];
-                    for (int i = 0; i < x.length; i++) x[i] = (float) rnd.nextGaussian();
-                    float[] batch = new float[n * rows];
-                    m.multiply(x, n, batch, pool);
-                    for (int t = 0; t < n; t++) {
-                        float[] alone = new float[rows];
-                        m.multiply(Arrays.copyOfRange(x, t * cols, (t + 1) * cols), 1, alone, pool);
-                        for (int r = 0; r < rows; r++) {
-                            assertEquals(Float.floatToRawIntBits(alone[r]), Float.floatToRawIntBits(batch[t * rows + r]),
-                                    type + " " + v + " cols " + cols + " n=" + n + " token " + t + " row " + r);
-                        }
-                    }
-                    int first = 5, count = 23;
-                    float[] slice = new float[n * count];
-                    m.multiplyRows(first, count, x, n, slice, pool);
-                    for (int t = 0; t < n; t++) {
-                        for (int r = 0; r < count; r++) {
-                            assertEquals(Float.floatToRawIntBits(batch[t * rows + first + r]), Float.floatToRawIntBits(slice[t * count + r]),
-                                    type + " " + v + " slice, n=" + n + " token " + t + " row " + r);
-                        }
-                    }
+                    float[] x = NativeVariants.gaussian(n * cols, rnd);
+                    String what = type + " " + v + " cols " + cols + " n=" + n;
+                    float[] batch = BatchInvariance.assertBatchEqualsTokensAlone(m, x, n, fixture.pool(), what);
+                    BatchInvariance.assertSliceEqualsWhole(m, 5, 23, x, n, batch, fixture.pool(), what);
                 }
             }
         }
@@ -232,9 +196,7 @@ class NativeFloatKernelTest {
 
     @Test
     void kernelChoiceSelectsNativeOrJava() {
-        Object library = NativeKernels.library(System.getenv());
-        Assumptions.assumeTrue(library instanceof NativeKernels.Library, () -> "native kernels not built here: " + library);
-        NativeKernels k = NativeKernels.forChoice(KernelChoice.NATIVE).orElseThrow();
+        NativeKernels k = NativeVariants.chosen();
         for (GgmlType type : TYPES) {
             GgmlTensor t = tensor(type, 3, 8, new float[24]);
             assertEquals("native " + k.variant().suffix, kernels(PackedMatrix.of(t, KernelChoice.NATIVE)), type.name());

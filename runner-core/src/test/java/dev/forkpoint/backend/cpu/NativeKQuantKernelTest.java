@@ -3,8 +3,7 @@ package dev.forkpoint.backend.cpu;
 import dev.forkpoint.tensor.GgmlTensor;
 import dev.forkpoint.tensor.GgmlType;
 import dev.forkpoint.tensor.Quantization;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -38,17 +37,8 @@ class NativeKQuantKernelTest {
     private static final double U = 0x1p-24;
     private static final ValueLayout.OfShort F16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final GgmlType[] TYPES = {GgmlType.Q4_K, GgmlType.Q6_K};
-    private static WorkerPool pool;
-
-    @BeforeAll
-    static void start() { pool = new WorkerPool(2); }
-
-    @AfterAll
-    static void stop() { pool.close(); }
-
-    private static NativeKernels kernels(NativeKernels.Variant v) {
-        return NativeVariants.kernels(v, NativeKQuantKernelTest.class);
-    }
+    @RegisterExtension
+    static final NativeVariants.Fixture fixture = new NativeVariants.Fixture();
 
     private static int bytes(GgmlType type) {
         return type == GgmlType.Q4_K ? 144 : 210;
@@ -150,16 +140,10 @@ class NativeKQuantKernelTest {
         return new double[] {exact, gross};
     }
 
-    private static float[] gaussian(int count, Random rnd) {
-        float[] x = new float[count];
-        for (int i = 0; i < x.length; i++) x[i] = (float) rnd.nextGaussian();
-        return x;
-    }
-
     @ParameterizedTest
     @EnumSource(NativeKernels.Variant.class)
     void unitScalesGiveExactIntegerSumsOnEveryPath(NativeKernels.Variant v) {
-        NativeKernels k = kernels(v);
+        NativeKernels k = fixture.kernels(v);
         Random rnd = new Random(5);
         int rows = 13, blocks = 3, cols = 256 * blocks;
         for (GgmlType type : TYPES) {
@@ -181,9 +165,7 @@ class NativeKQuantKernelTest {
                     x[b * 256 + rnd.nextInt(256)] = -127;
                 }
                 Q8Activations a = Q8Activations.q8_K(x, n, cols);
-                float[] java = new float[n * rows], nat = new float[n * rows];
-                matrix(type, seg, rows, cols, null).multiply(x, n, java, pool);
-                matrix(type, seg, rows, cols, k).multiply(x, n, nat, pool);
+                float[] java = fixture.multiply(matrix(type, seg, rows, cols, null), x, n), nat = fixture.multiply(matrix(type, seg, rows, cols, k), x, n);
                 for (int t = 0; t < n; t++) {
                     for (int r = 0; r < rows; r++) {
                         double[] ref = reference(w, a, r, t, cols);
@@ -201,7 +183,7 @@ class NativeKQuantKernelTest {
     @ParameterizedTest
     @EnumSource(NativeKernels.Variant.class)
     void realScalesAreWithinFloatRoundingOfTheJavaKernelsAndOfDouble(NativeKernels.Variant v) {
-        NativeKernels k = kernels(v);
+        NativeKernels k = fixture.kernels(v);
         Random rnd = new Random(23);
         int[][] shapes = {{1, 256}, {7, 512}, {37, 768}, {129, 1280}, {5, 4096}};
         for (GgmlType type : TYPES) {
@@ -213,12 +195,10 @@ class NativeKQuantKernelTest {
                     Decoded w = decode(type, seg, rows, cols);
                     PackedMatrix javaMatrix = matrix(type, seg, rows, cols, null), nativeMatrix = matrix(type, seg, rows, cols, k);
                     for (int n = 1; n <= 20; n++) {
-                        float[] x = gaussian(n * cols, rnd);
+                        float[] x = NativeVariants.gaussian(n * cols, rnd);
                         if (blocks > 1) Arrays.fill(x, 256, 512, 0f);   // an all-zero super-block: d_x = 0
                         Q8Activations a = Q8Activations.q8_K(x, n, cols);
-                        float[] java = new float[n * rows], nat = new float[n * rows];
-                        javaMatrix.multiply(x, n, java, pool);
-                        nativeMatrix.multiply(x, n, nat, pool);
+                        float[] java = fixture.multiply(javaMatrix, x, n), nat = fixture.multiply(nativeMatrix, x, n);
                         double nativeSteps = 2.0 * blocks + 32, javaSteps = n <= KernelSupport.DECODE_MAX_ROWS ? nativeSteps : cols + 8;
                         for (int t = 0; t < n; t++) {
                             for (int r = 0; r < rows; r++) {
@@ -246,33 +226,17 @@ class NativeKQuantKernelTest {
     @ParameterizedTest
     @EnumSource(NativeKernels.Variant.class)
     void batchesAndSlicesEqualTheirRowsAloneBitForBit(NativeKernels.Variant v) {
-        NativeKernels k = kernels(v);
+        NativeKernels k = fixture.kernels(v);
         Random rnd = new Random(31);
         int rows = 41, cols = 256 * 3;
         for (GgmlType type : TYPES) {
             PackedMatrix m = matrix(type, quantized(type, rows, cols, rnd), rows, cols, k);
             assertEquals("native " + k.variant().suffix, m instanceof Q4KMatrix q4 ? q4.kernels() : ((Q6KMatrix) m).kernels());
             for (int n : new int[] {2, 7, 16, 17, 20, 40}) {   // above 16: a prefill, in calls of 16 tokens
-                float[] x = gaussian(n * cols, rnd);
-                float[] batch = new float[n * rows];
-                m.multiply(x, n, batch, pool);
-                for (int t = 0; t < n; t++) {
-                    float[] alone = new float[rows];
-                    m.multiply(Arrays.copyOfRange(x, t * cols, (t + 1) * cols), 1, alone, pool);
-                    for (int r = 0; r < rows; r++) {
-                        assertEquals(Float.floatToRawIntBits(alone[r]), Float.floatToRawIntBits(batch[t * rows + r]),
-                                type + " " + v + " n=" + n + " token " + t + " row " + r);
-                    }
-                }
-                int first = 5, count = 23;
-                float[] slice = new float[n * count];
-                m.multiplyRows(first, count, x, n, slice, pool);
-                for (int t = 0; t < n; t++) {
-                    for (int r = 0; r < count; r++) {
-                        assertEquals(Float.floatToRawIntBits(batch[t * rows + first + r]), Float.floatToRawIntBits(slice[t * count + r]),
-                                type + " " + v + " slice, token " + t + " row " + r);
-                    }
-                }
+                float[] x = NativeVariants.gaussian(n * cols, rnd);
+                String what = type + " " + v + " n=" + n;
+                float[] batch = BatchInvariance.assertBatchEqualsTokensAlone(m, x, n, fixture.pool(), what);
+                BatchInvariance.assertSliceEqualsWhole(m, 5, 23, x, n, batch, fixture.pool(), what);
             }
         }
     }

@@ -5,10 +5,9 @@ import dev.forkpoint.backend.KernelChoice;
 import dev.forkpoint.tensor.GgmlTensor;
 import dev.forkpoint.tensor.GgmlType;
 import dev.forkpoint.tensor.Quantization;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -17,7 +16,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Arrays;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Random;
@@ -34,17 +32,8 @@ import static org.junit.jupiter.api.Assertions.*;
  * backend runs the Java kernels.
  */
 class NativeKernelTest {
-    private static WorkerPool pool;
-
-    @BeforeAll
-    static void start() { pool = new WorkerPool(2); }
-
-    @AfterAll
-    static void stop() { pool.close(); }
-
-    private static NativeKernels kernels(NativeKernels.Variant v) {
-        return NativeVariants.kernels(v, NativeKernelTest.class);
-    }
+    @RegisterExtension
+    static final NativeVariants.Fixture fixture = new NativeVariants.Fixture();
 
     private static MemorySegment quantized(GgmlType type, float[] w) {
         MemorySegment seg = Arena.ofAuto().allocate(type.bytesFor(w.length));
@@ -59,7 +48,7 @@ class NativeKernelTest {
     @ParameterizedTest
     @EnumSource(NativeKernels.Variant.class)
     void unitScalesGiveExactIntegerSumsOnEveryPath(NativeKernels.Variant v) {
-        NativeKernels k = kernels(v);
+        NativeKernels k = fixture.kernels(v);
         Random rnd = new Random(3);
         for (GgmlType type : new GgmlType[] {GgmlType.Q8_0, GgmlType.Q4_0}) {
             int rows = 13, cols = 32 * 7;
@@ -78,17 +67,13 @@ class NativeKernelTest {
                     for (int j = 0; j < 32; j++) x[b * 32 + j] = rnd.nextInt(255) - 127;
                     x[b * 32 + rnd.nextInt(32)] = 127;
                 }
-                float[] java = new float[n * rows], nat = new float[n * rows];
-                matrix(type, seg, rows, cols, null).multiply(x, n, java, pool);
-                matrix(type, seg, rows, cols, k).multiply(x, n, nat, pool);
+                float[] java = fixture.multiply(matrix(type, seg, rows, cols, null), x, n), nat = fixture.multiply(matrix(type, seg, rows, cols, k), x, n);
                 for (int t = 0; t < n; t++) {
                     for (int r = 0; r < rows; r++) {
                         long exact = 0;
                         for (int c = 0; c < cols; c++) exact += (long) w[r * cols + c] * (long) x[t * cols + c];
                         int at = t * rows + r;
-                        assertEquals((float) exact, java[at], type + " Java, token " + t + " row " + r);
-                        assertEquals(Float.floatToRawIntBits(java[at]), Float.floatToRawIntBits(nat[at]),
-                                type + " " + v + ", token " + t + " row " + r + ": " + nat[at] + " vs exact " + exact);
+                        NativeVariants.assertExactSum(exact, java[at], nat[at], type + " " + v + ", token " + t + " row " + r);
                     }
                 }
             }
@@ -98,7 +83,7 @@ class NativeKernelTest {
     @ParameterizedTest
     @EnumSource(NativeKernels.Variant.class)
     void realScalesAreWithinFloatRoundingOfTheJavaKernelsAndOfDouble(NativeKernels.Variant v) {
-        NativeKernels k = kernels(v);
+        NativeKernels k = fixture.kernels(v);
         Random rnd = new Random(17);
         int[][] shapes = {{1, 32}, {7, 64}, {37, 96 + 32 * 3}, {129, 32 * 45}, {5, 4096}};
         for (GgmlType type : new GgmlType[] {GgmlType.Q8_0, GgmlType.Q4_0}) {
@@ -110,12 +95,9 @@ class NativeKernelTest {
                 float[] wq = new float[w.length];
                 Quantization.dequantize(type, seg, 0, wq, 0, wq.length);
                 for (int n : new int[] {1, 2, 5, 16, 33}) {
-                    float[] x = new float[n * cols];
-                    for (int i = 0; i < x.length; i++) x[i] = (float) rnd.nextGaussian();
+                    float[] x = NativeVariants.gaussian(n * cols, rnd);
                     float[] xq = Q8Activations.q8_0(x, n, cols).dequantized();
-                    float[] java = new float[n * rows], nat = new float[n * rows];
-                    matrix(type, seg, rows, cols, null).multiply(x, n, java, pool);
-                    matrix(type, seg, rows, cols, k).multiply(x, n, nat, pool);
+                    float[] java = fixture.multiply(matrix(type, seg, rows, cols, null), x, n), nat = fixture.multiply(matrix(type, seg, rows, cols, k), x, n);
                     for (int t = 0; t < n; t++) {
                         for (int r = 0; r < rows; r++) {
                             double ref = 0, magnitude = 0;
@@ -139,7 +121,7 @@ class NativeKernelTest {
     @ParameterizedTest
     @EnumSource(NativeKernels.Variant.class)
     void batchesAndSlicesEqualTheirRowsAloneBitForBit(NativeKernels.Variant v) {
-        NativeKernels k = kernels(v);
+        NativeKernels k = fixture.kernels(v);
         Random rnd = new Random(29);
         int rows = 41, cols = 32 * 9;
         for (GgmlType type : new GgmlType[] {GgmlType.Q8_0, GgmlType.Q4_0}) {
@@ -147,27 +129,10 @@ class NativeKernelTest {
             for (int i = 0; i < w.length; i++) w[i] = (float) rnd.nextGaussian();
             PackedMatrix m = matrix(type, quantized(type, w), rows, cols, k);
             for (int n : new int[] {2, 7, 16, 17, 40}) {   // above 16: a prefill, in calls of 16 tokens
-                float[] x = new float[n * cols];
-                for (int i = 0; i < x.length; i++) x[i] = (float) rnd.nextGaussian();
-                float[] batch = new float[n * rows];
-                m.multiply(x, n, batch, pool);
-                for (int t = 0; t < n; t++) {
-                    float[] alone = new float[rows];
-                    m.multiply(Arrays.copyOfRange(x, t * cols, (t + 1) * cols), 1, alone, pool);
-                    for (int r = 0; r < rows; r++) {
-                        assertEquals(Float.floatToRawIntBits(alone[r]), Float.floatToRawIntBits(batch[t * rows + r]),
-                                type + " " + v + " n=" + n + " token " + t + " row " + r);
-                    }
-                }
-                int first = 5, count = 23;
-                float[] slice = new float[n * count];
-                m.multiplyRows(first, count, x, n, slice, pool);
-                for (int t = 0; t < n; t++) {
-                    for (int r = 0; r < count; r++) {
-                        assertEquals(Float.floatToRawIntBits(batch[t * rows + first + r]), Float.floatToRawIntBits(slice[t * count + r]),
-                                type + " " + v + " slice, token " + t + " row " + r);
-                    }
-                }
+                float[] x = NativeVariants.gaussian(n * cols, rnd);
+                String what = type + " " + v + " n=" + n;
+                float[] batch = BatchInvariance.assertBatchEqualsTokensAlone(m, x, n, fixture.pool(), what);
+                BatchInvariance.assertSliceEqualsWhole(m, 5, 23, x, n, batch, fixture.pool(), what);
             }
         }
     }
