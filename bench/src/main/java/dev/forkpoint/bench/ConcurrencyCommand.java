@@ -33,7 +33,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 @Command(name = "concurrency", mixinStandardHelpOptions = true,
         description = "TTFT and throughput of concurrent streams through the scheduler (shared prefix, distinct user turns).")
 final class ConcurrencyCommand implements Callable<Integer> {
-    @Option(names = "--model", required = true, description = "the GGUF file (a `bench generate` model: one token per ASCII character)")
+    @Option(names = "--model", required = true, description = "the GGUF file (a `bench generate` model: one token per ASCII character) or an MLX folder converted from one")
     Path model;
 
     @Option(names = "--threads", defaultValue = "2", description = "engine threads (default: ${DEFAULT-VALUE})")
@@ -79,7 +79,7 @@ final class ConcurrencyCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        if (!Files.isRegularFile(model)) throw new InvalidInputException("model file " + model + " does not exist");
+        if (!Files.exists(model)) throw new InvalidInputException("model " + model + " does not exist");
         if (samples < 1 || concurrency.length == 0 || Arrays.stream(concurrency).anyMatch(c -> c < 1) || maxTokens < 2) {
             throw new InvalidInputException("--samples and each --concurrency must be ≥ 1, --max-tokens ≥ 2");
         }
