@@ -66,7 +66,7 @@ final class Q4_0Matrix implements PackedMatrix {
         if (nativeKernels != null) {   // decode and prefill alike: a token's results do not depend on n
             byte[] codes = a.codes();
             float[] scales = a.d();
-            pool.runRanges(rowCount, KernelSupport.parts(pool), 8, (from, to) -> nativeKernels.q4_0(data,
+            pool.runRanges(rowCount, KernelSupport.parts(pool), 16, (from, to) -> nativeKernels.q4_0(data,
                     (long) (firstRow + from) * blocks * BYTES, blocks, to - from, codes, scales, n, out, from, rowCount));
             return;
         }
