@@ -274,7 +274,7 @@ FP_VNNI_BY_TOKEN_COUNT(q8_0)
  * Q4_0: the two blocks' 16 code bytes become, in one register, [low nibbles b | high nibbles b | low b+1 | high b+1]
  * (element order, matching the activations' 64 bytes), minus 8: signed codes −8 … 7.
  */
-/* The body of fp_q4_0_rows_avx512vnni for a token count known at compile time (its accumulators then stay in registers). */
+/* The one-row body, left to rows of more than FP_Q4_0_SUMS blocks (every token count; see q4_0_rows16_vnni below). */
 __attribute__((target(FP_VNNI), always_inline))
 static inline void q4_0_rows_vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
                                        const int32_t n, float* out, int32_t out_stride) {
