@@ -274,7 +274,7 @@ FP_VNNI_BY_TOKEN_COUNT(q8_0)
  * Q4_0: the two blocks' 16 code bytes become, in one register, [low nibbles b | high nibbles b | low b+1 | high b+1]
  * (element order, matching the activations' 64 bytes), minus 8: signed codes −8 … 7.
  */
-/* The body of fp_q4_0_rows_avx512vnni for a token count known at compile time (its accumulators then stay in registers). */
+/* The one-row body, left to rows of more than FP_Q4_0_SUMS blocks (every token count; see q4_0_rows16_vnni below). */
 __attribute__((target(FP_VNNI), always_inline))
 static inline void q4_0_rows_vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
                                        const int32_t n, float* out, int32_t out_stride) {
@@ -325,7 +325,123 @@ static inline void q4_0_rows_vnni(const uint8_t* w, int32_t blocks, int32_t rows
     }
 }
 
-FP_VNNI_BY_TOKEN_COUNT(q4_0)
+/*
+ * Q4_0 with sixteen rows in the sixteen int32 lanes (as the 4-bit affine kernel, forkpoint_affine.c): per tile of
+ * sixteen rows (the last one's missing rows read the slice's last row, and their lanes are not stored) and per block,
+ * the sixteen rows' 16 code bytes transposed once into four dword registers (lane j = row j), split into the low
+ * nibbles (elements 0–15, meeting activation bytes 0–15) and high nibbles (elements 16–31, bytes 16–31), and the
+ * sixteen scales gathered and converted once; every token of the call then takes eight vpdpbusd of the unsigned codes
+ * by its broadcast activation dwords, starting from −8·Σx of its block (so the int32 is Σ (q − 8)·x, exact), and one
+ * multiply-add (d_w·d_x) into its accumulator, in block order. Σx per token and block is formed once per call in
+ * q4_0_neg_sums. While a tile is read, the next tile's codes are prefetched into L2 as one sequential stream.
+ */
+#define FP_Q4_0_SUMS 8192   /* int32 of −8·Σx on the stack: tokens per pass = FP_Q4_0_SUMS / blocks */
+
+/* The 16 code bytes of block k of sixteen rows (p[j]: row j's first byte) as four registers, d[i] lane j = dword i. */
+__attribute__((target(FP_VNNI), always_inline))
+static inline void q4_0_codes16(const uint8_t* const* p, int64_t o, __m512i d[4]) {
+    __m512i z[4];
+    for (int m = 0; m < 4; m++) {   /* 128-bit lane L of z[m]: row 4L + m */
+        __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i*)(p[m] + o)));
+        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(p[4 + m] + o)), 1);
+        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(p[8 + m] + o)), 2);
+        z[m] = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(p[12 + m] + o)), 3);
+    }
+    __m512i a0 = _mm512_unpacklo_epi32(z[0], z[1]), a1 = _mm512_unpackhi_epi32(z[0], z[1]);
+    __m512i a2 = _mm512_unpacklo_epi32(z[2], z[3]), a3 = _mm512_unpackhi_epi32(z[2], z[3]);
+    d[0] = _mm512_unpacklo_epi64(a0, a2);
+    d[1] = _mm512_unpackhi_epi64(a0, a2);
+    d[2] = _mm512_unpacklo_epi64(a1, a3);
+    d[3] = _mm512_unpackhi_epi64(a1, a3);
+}
+
+/* s[t·blocks + k] = −8 · Σ of token t's 32 activation codes of block k (|Σ| ≤ 32·128: exact). */
+__attribute__((target(FP_VNNI)))
+static void q4_0_neg_sums(const int8_t* xq, int32_t blocks, int32_t n, int32_t* s) {
+    const __m256i bias = _mm256_set1_epi8((char)0x80);
+    for (int64_t i = 0; i < (int64_t)n * blocks; i++) {
+        __m256i u = _mm256_xor_si256(_mm256_loadu_si256((const __m256i*)(xq + i * 32)), bias);   /* x + 128 */
+        __m256i q = _mm256_sad_epu8(u, _mm256_setzero_si256());
+        __m128i h = _mm_add_epi64(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+        int32_t sum = (int32_t)(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1)) - 32 * 128;
+        s[i] = -8 * sum;
+    }
+}
+
+__attribute__((target(FP_VNNI), always_inline))
+static inline void q4_0_rows16_vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
+                                    const int32_t* nsum, const int32_t n, float* out, int32_t out_stride) {
+    const __m512i low = _mm512_set1_epi8(0x0f);
+    const int64_t row_bytes = (int64_t)blocks * 18;
+    for (int32_t r0 = 0; r0 < rows; r0 += 16) {
+        const uint8_t* code[16];
+        int32_t index[16];
+        for (int j = 0; j < 16; j++) {
+            int64_t r = r0 + j < rows ? r0 + j : rows - 1;
+            code[j] = w + r * row_bytes;
+            index[j] = (int32_t)((r - r0) * row_bytes);
+        }
+        const __m512i at = _mm512_loadu_si512((const void*)index);
+        const __mmask16 live = rows - r0 >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (rows - r0)) - 1);
+        __m512 acc[FP_MAX_TOKENS];
+#pragma GCC unroll 16
+        for (int32_t t = 0; t < n; t++) acc[t] = _mm512_setzero_ps();
+        for (int32_t k = 0; k < blocks; k++) {
+            const int64_t o = (int64_t)k * 18;
+            if (r0 + 16 < rows) {   /* the next tile (16 contiguous rows) as one stream, 16 blocks' bytes per block */
+                const uint8_t* ahead = w + (int64_t)(r0 + 16) * row_bytes + o * 16;
+                for (int l = 0; l < 18 * 16; l += 64) __builtin_prefetch(ahead + l, 0, 2);
+            }
+            __m512i d[4], q[8];
+            q4_0_codes16(code, o + 2, d);
+            for (int i = 0; i < 4; i++) {
+                q[i] = _mm512_and_si512(d[i], low);
+                q[4 + i] = _mm512_and_si512(_mm512_srli_epi32(d[i], 4), low);
+            }
+            const __m512i raw = _mm512_i32gather_epi32(at, (const void*)(code[0] + o), 1);
+            const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(raw));   /* lane j: row j's scale of block k */
+#pragma GCC unroll 16
+            for (int32_t t = 0; t < n; t++) {
+                const int8_t* x = xq + ((int64_t)t * blocks + k) * 32;
+                int32_t v;
+                __m512i dot = _mm512_set1_epi32(nsum[(int64_t)t * blocks + k]);
+                for (int i = 0; i < 8; i++) {
+                    memcpy(&v, x + 4 * i, sizeof v);
+                    dot = _mm512_dpbusd_epi32(dot, q[i], _mm512_set1_epi32(v));
+                }
+                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, _mm512_set1_ps(xd[(int64_t)t * blocks + k])), acc[t]);
+            }
+        }
+#pragma GCC unroll 16
+        for (int32_t t = 0; t < n; t++) _mm512_mask_storeu_ps(out + (int64_t)t * out_stride + r0, live, acc[t]);
+    }
+}
+
+#define FP_Q4_0_CASE(N) case N: q4_0_rows16_vnni(w, blocks, rows, xq, xd, nsum, N, out, out_stride); break;
+
+/* One copy per token count 1 … 8 and 16, the general body for the rest; tokens in passes of what the sums hold. */
+__attribute__((target(FP_VNNI)))
+FP_EXPORT void fp_q4_0_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq,
+                                       const float* xd, int32_t n, float* out, int32_t out_stride) {
+    if (blocks > FP_Q4_0_SUMS) {   /* rows of more than 262144 columns: the one-row body, for every token count */
+        q4_0_rows_vnni(w, blocks, rows, xq, xd, n, out, out_stride);
+        return;
+    }
+    int32_t nsum[FP_Q4_0_SUMS];
+    const int32_t pass = FP_Q4_0_SUMS / blocks;
+    for (int32_t t0 = 0; t0 < n; t0 += pass) {
+        const int32_t m = n - t0 < pass ? n - t0 : pass;
+        q4_0_neg_sums(xq, blocks, m, nsum);
+        switch (m) {
+            FP_Q4_0_CASE(1) FP_Q4_0_CASE(2) FP_Q4_0_CASE(3) FP_Q4_0_CASE(4)
+            FP_Q4_0_CASE(5) FP_Q4_0_CASE(6) FP_Q4_0_CASE(7) FP_Q4_0_CASE(8) FP_Q4_0_CASE(16)
+            default: q4_0_rows16_vnni(w, blocks, rows, xq, xd, nsum, m, out, out_stride); break;
+        }
+        xq += (int64_t)m * blocks * 32;
+        xd += (int64_t)m * blocks;
+        out += (int64_t)m * out_stride;
+    }
+}
 #endif /* FP_X86 */
 
 /* ---- arm64: NEON ----------------------------------------------------------------------------------------------- */

@@ -64,9 +64,10 @@ final class Q4_0Matrix implements PackedMatrix {
         boolean prefill = KernelSupport.gemm(n);
         Q8Activations a = Q8Activations.q8_0(x, n, cols);
         if (nativeKernels != null) {   // decode and prefill alike: a token's results do not depend on n
+            // slices in whole 16-row tiles (the VNNI kernel holds sixteen rows in its lanes)
             byte[] codes = a.codes();
             float[] scales = a.d();
-            pool.runRanges(rowCount, KernelSupport.parts(pool), 8, (from, to) -> nativeKernels.q4_0(data,
+            pool.runRanges(rowCount, KernelSupport.parts(pool), 16, (from, to) -> nativeKernels.q4_0(data,
                     (long) (firstRow + from) * blocks * BYTES, blocks, to - from, codes, scales, n, out, from, rowCount));
             return;
         }

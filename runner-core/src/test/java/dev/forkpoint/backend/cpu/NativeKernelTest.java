@@ -85,7 +85,7 @@ class NativeKernelTest {
     void realScalesAreWithinFloatRoundingOfTheJavaKernelsAndOfDouble(NativeKernels.Variant v) {
         NativeKernels k = fixture.kernels(v);
         Random rnd = new Random(17);
-        int[][] shapes = {{1, 32}, {7, 64}, {37, 96 + 32 * 3}, {129, 32 * 45}, {5, 4096}};
+        int[][] shapes = {{1, 32}, {7, 64}, {37, 96 + 32 * 3}, {129, 32 * 45}, {5, 4096}, {3, 32 * 600}};   // 600 blocks: Q4_0 VNNI in passes of 13 tokens
         for (GgmlType type : new GgmlType[] {GgmlType.Q8_0, GgmlType.Q4_0}) {
             for (int[] shape : shapes) {
                 int rows = shape[0], cols = shape[1], blocks = cols / 32;
@@ -94,7 +94,7 @@ class NativeKernelTest {
                 MemorySegment seg = quantized(type, w);
                 float[] wq = new float[w.length];
                 Quantization.dequantize(type, seg, 0, wq, 0, wq.length);
-                for (int n : new int[] {1, 2, 5, 16, 33}) {
+                for (int n : new int[] {1, 2, 5, 9, 15, 16, 17, 33}) {
                     float[] x = NativeVariants.gaussian(n * cols, rnd);
                     float[] xq = Q8Activations.q8_0(x, n, cols).dequantized();
                     float[] java = fixture.multiply(matrix(type, seg, rows, cols, null), x, n), nat = fixture.multiply(matrix(type, seg, rows, cols, k), x, n);
@@ -123,12 +123,14 @@ class NativeKernelTest {
     void batchesAndSlicesEqualTheirRowsAloneBitForBit(NativeKernels.Variant v) {
         NativeKernels k = fixture.kernels(v);
         Random rnd = new Random(29);
+        // 41 rows go as slices of 16, 16 and 9 rows, the slice from row 5 as 16 and 7: whole and partial 16-row tiles
+        // of the Q4_0 VNNI kernel, each row in another lane than in the whole
         int rows = 41, cols = 32 * 9;
         for (GgmlType type : new GgmlType[] {GgmlType.Q8_0, GgmlType.Q4_0}) {
             float[] w = new float[rows * cols];
             for (int i = 0; i < w.length; i++) w[i] = (float) rnd.nextGaussian();
             PackedMatrix m = matrix(type, quantized(type, w), rows, cols, k);
-            for (int n : new int[] {2, 7, 16, 17, 40}) {   // above 16: a prefill, in calls of 16 tokens
+            for (int n : new int[] {1, 2, 7, 9, 15, 16, 17, 33, 40}) {   // above 16: a prefill, in calls of 16 tokens; 9, 15: the general body
                 float[] x = NativeVariants.gaussian(n * cols, rnd);
                 String what = type + " " + v + " n=" + n;
                 float[] batch = BatchInvariance.assertBatchEqualsTokensAlone(m, x, n, fixture.pool(), what);
