@@ -362,26 +362,6 @@ static inline void affine_transpose16(__m512 r[16]) {
     }
 }
 
-/*
- * Bytes [o, o + 16) of sixteen rows (p[j] row j's codes) as four registers: d[i] lane j = dword i of row j. Four rows
- * per register first (128-bit lane L of z[m] = row 4L + m), then a 4 × 4 dword transpose inside each 128-bit lane.
- */
-__attribute__((target(FP_VNNI), always_inline))
-static inline void affine_codes16(const uint8_t* const* p, int64_t o, __m512i d[4]) {
-    __m512i z[4];
-    for (int m = 0; m < 4; m++) {
-        __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i*)(p[m] + o)));
-        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(p[4 + m] + o)), 1);
-        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(p[8 + m] + o)), 2);
-        z[m] = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(p[12 + m] + o)), 3);
-    }
-    __m512i a0 = _mm512_unpacklo_epi32(z[0], z[1]), a1 = _mm512_unpackhi_epi32(z[0], z[1]);
-    __m512i a2 = _mm512_unpacklo_epi32(z[2], z[3]), a3 = _mm512_unpackhi_epi32(z[2], z[3]);
-    d[0] = _mm512_unpacklo_epi64(a0, a2);
-    d[1] = _mm512_unpackhi_epi64(a0, a2);
-    d[2] = _mm512_unpacklo_epi64(a1, a3);
-    d[3] = _mm512_unpackhi_epi64(a1, a3);
-}
 
 /*
  * The body for a token count known at compile time (the n accumulators, one register of sixteen rows each, then stay
@@ -446,14 +426,14 @@ static inline void affine_rows_vnni(const int bits, const int32_t kind, const ui
                 __m512i q[8];
                 if (bits == 4) {
                     __m512i d[4];
-                    affine_codes16(code, o, d);
+                    fp_codes16(code, o, d);
                     for (int i = 0; i < 4; i++) {
                         q[i] = _mm512_and_si512(d[i], low);
                         q[4 + i] = _mm512_and_si512(_mm512_srli_epi32(d[i], 4), low);
                     }
                 } else {
-                    affine_codes16(code, o, q);
-                    affine_codes16(code, o + 16, q + 4);
+                    fp_codes16(code, o, q);
+                    fp_codes16(code, o + 16, q + 4);
                 }
                 const __m512 sk = s[(k >> gs) - g0];
 #pragma GCC unroll 16

@@ -337,23 +337,6 @@ static inline void q4_0_rows_vnni(const uint8_t* w, int32_t blocks, int32_t rows
  */
 #define FP_Q4_0_SUMS 8192   /* int32 of −8·Σx on the stack: tokens per pass = FP_Q4_0_SUMS / blocks */
 
-/* The 16 code bytes of block k of sixteen rows (p[j]: row j's first byte) as four registers, d[i] lane j = dword i. */
-__attribute__((target(FP_VNNI), always_inline))
-static inline void q4_0_codes16(const uint8_t* const* p, int64_t o, __m512i d[4]) {
-    __m512i z[4];
-    for (int m = 0; m < 4; m++) {   /* 128-bit lane L of z[m]: row 4L + m */
-        __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i*)(p[m] + o)));
-        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(p[4 + m] + o)), 1);
-        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(p[8 + m] + o)), 2);
-        z[m] = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(p[12 + m] + o)), 3);
-    }
-    __m512i a0 = _mm512_unpacklo_epi32(z[0], z[1]), a1 = _mm512_unpackhi_epi32(z[0], z[1]);
-    __m512i a2 = _mm512_unpacklo_epi32(z[2], z[3]), a3 = _mm512_unpackhi_epi32(z[2], z[3]);
-    d[0] = _mm512_unpacklo_epi64(a0, a2);
-    d[1] = _mm512_unpackhi_epi64(a0, a2);
-    d[2] = _mm512_unpacklo_epi64(a1, a3);
-    d[3] = _mm512_unpackhi_epi64(a1, a3);
-}
 
 /* s[t·blocks + k] = −8 · Σ of token t's 32 activation codes of block k (|Σ| ≤ 32·128: exact). */
 __attribute__((target(FP_VNNI)))
@@ -393,7 +376,7 @@ static inline void q4_0_rows16_vnni(const uint8_t* w, int32_t blocks, int32_t ro
                 for (int l = 0; l < 18 * 16; l += 64) __builtin_prefetch(ahead + l, 0, 2);
             }
             __m512i d[4], q[8];
-            q4_0_codes16(code, o + 2, d);
+            fp_codes16(code, o + 2, d);
             for (int i = 0; i < 4; i++) {
                 q[i] = _mm512_and_si512(d[i], low);
                 q[4 + i] = _mm512_and_si512(_mm512_srli_epi32(d[i], 4), low);

@@ -86,6 +86,28 @@ static inline float hsum512(__m512 v) {
     return _mm_cvtss_f32(h);
 }
 
+/*
+ * Bytes [o, o + 16) of sixteen rows (p[j]: row j's bytes) as four registers, d[i] lane j = dword i of row j: the
+ * sixteen-rows-in-the-lanes kernels' (Q4_0, MLX affine) transpose of one block's codes. Four rows per register first
+ * (128-bit lane L of z[m] = row 4L + m), then a 4 × 4 dword transpose inside each 128-bit lane.
+ */
+__attribute__((target(FP_VNNI), always_inline))
+static inline void fp_codes16(const uint8_t* const* p, int64_t o, __m512i d[4]) {
+    __m512i z[4];
+    for (int m = 0; m < 4; m++) {
+        __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i*)(p[m] + o)));
+        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(p[4 + m] + o)), 1);
+        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(p[8 + m] + o)), 2);
+        z[m] = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(p[12 + m] + o)), 3);
+    }
+    __m512i a0 = _mm512_unpacklo_epi32(z[0], z[1]), a1 = _mm512_unpackhi_epi32(z[0], z[1]);
+    __m512i a2 = _mm512_unpacklo_epi32(z[2], z[3]), a3 = _mm512_unpackhi_epi32(z[2], z[3]);
+    d[0] = _mm512_unpacklo_epi64(a0, a2);
+    d[1] = _mm512_unpackhi_epi64(a0, a2);
+    d[2] = _mm512_unpacklo_epi64(a1, a3);
+    d[3] = _mm512_unpackhi_epi64(a1, a3);
+}
+
 #endif
 
 #endif
