@@ -252,8 +252,7 @@ static inline __m512 affine_pair_scales(const float* two) {
  * layer's recurrent mixer carries that to tokens 31 … 39 (1e-2), the next layers grow it (0.17 in layer 3's inputs).
  * Any order differing from Java's can meet such a tie (this one-row form and the 4-bit kernel differ from Java in the
  * last bit in about 3/4 of those activations too; here they came as near a tie, 4-bit within 7e-5 of a code, without
- * crossing one), so 8 bits keeps the form whose order the test was measured with. FP_AFFINE8_ROWS16=1 builds
- * the sixteen-rows form for 8 bits.
+ * crossing one), so 8 bits keeps the form whose order the test was measured with.
  * Per row, first the bias term Σ_g b_g·X_g, sixteen groups per step (masked at the end), into each token's
  * accumulator; then per pair of blocks the codes in the activations' order in one register — 8 bits: the 64 bytes as
  * they are; 4 bits: the two blocks' 16 bytes each twice, shifted by 0 or 4 per 128-bit lane and masked, [low b | high
@@ -472,12 +471,6 @@ static inline void affine_rows_vnni(const int bits, const int32_t kind, const ui
 
 FP_AFFINE_VNNI_ENTRY(4)
 
-#ifndef FP_AFFINE8_ROWS16   /* 1: 8 bits on the sixteen-rows form (see affine_rows_vnni_pairs) */
-#define FP_AFFINE8_ROWS16 0
-#endif
-#if FP_AFFINE8_ROWS16
-FP_AFFINE_VNNI_ENTRY(8)
-#else
 /* 8 bits: the one-row body, one copy per token count 1 … 8, the general body for more. */
 #define FP_AFFINE8_PAIRS_CASE(N) \
     case N: affine_rows_vnni_pairs(8, kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, N, out, out_stride); return;
@@ -491,7 +484,6 @@ FP_EXPORT void fp_affine8_rows_avx512vnni(const uint8_t* w, const uint8_t* scale
         default: affine_rows_vnni_pairs(8, kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, n, out, out_stride); return;
     }
 }
-#endif
 
 #endif /* FP_X86 */
 
