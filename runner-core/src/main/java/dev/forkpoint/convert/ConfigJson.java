@@ -9,12 +9,13 @@ import dev.forkpoint.format.gguf.GgufFile;
 import dev.forkpoint.format.gguf.MetadataValue;
 import dev.forkpoint.format.JsonFile;
 import dev.forkpoint.format.hf.HfConfig;
-import dev.forkpoint.format.hf.HfTensorNames;
 import dev.forkpoint.model.Architecture;
 import dev.forkpoint.model.Architectures;
+import dev.forkpoint.model.Experts;
 import dev.forkpoint.model.ExpectedWeight;
 import dev.forkpoint.model.HfLayout;
 import dev.forkpoint.model.ModelConfig;
+import dev.forkpoint.model.TensorNames;
 
 import java.io.IOException;
 import java.nio.file.Path;
@@ -96,8 +97,11 @@ public record ConfigJson(String modelType, int hiddenSize, int layers, int heads
         return n == 0 ? null : spec().ggufQkRowOrder(n, headDim);
     }
 
+    /** The architecture's tensor names, Hugging Face's and GGUF's. */
+    TensorNames names() { return spec().tensorNames(); }
+
     /** The name as the shape checks see it (a hybrid's language-model prefix replaced by {@code model.}). */
-    String canonicalName(String name) { return hybrid == null ? name : HfTensorNames.canonical(name); }
+    String canonicalName(String name) { return names().canonical(name); }
 
     /** Llama 3's {@code rope_scaling} ({@code rope_type: "llama3"}). */
     public record RopeScaling(double factor, double lowFreqFactor, double highFreqFactor, int originalContext) {
@@ -237,11 +241,12 @@ public record ConfigJson(String modelType, int hiddenSize, int layers, int heads
         else if (e != null && e.isArray()) e.forEach(x -> eos.add(x.asInt()));
         if (spec.hfLayout().orElseThrow().hybrid()) {
             JsonNode root = JsonFile.read(hf.file(), HfConfig.FILE);
-            HybridConfig h = HybridConfig.of((ObjectNode) root, c, hf.tieWordEmbeddings());
+            HybridConfig h = HybridConfig.of((ObjectNode) root, c);
             String dtype = hf.torchDtype() == null ? "float32" : hf.torchDtype();
+            Experts experts = c.experts();
             return new ConfigJson(hf.modelType(), c.dim(), c.layers(), c.heads(), c.kvHeads(), c.headDim(),
-                    h.moe() ? h.expertIntermediate() : h.intermediate(), c.vocabSize(), c.contextLength(), c.rmsEps(),
-                    hf.ropeTheta(), null, h.tied(), dtype, bos, eos, h);
+                    experts != null ? experts.ffnDim() : c.ffnDim(), c.vocabSize(), c.contextLength(), c.rmsEps(),
+                    hf.ropeTheta(), null, hf.tieWordEmbeddings(), dtype, bos, eos, h);
         }
         return new ConfigJson(hf.modelType(), c.dim(), c.layers(), c.heads(), c.kvHeads(), c.headDim(), c.ffnDim(),
                 c.vocabSize(), c.contextLength(), c.rmsEps(), hf.ropeTheta(), ropeScaling(hf), hf.tieWordEmbeddings(),
@@ -289,56 +294,47 @@ public record ConfigJson(String modelType, int hiddenSize, int layers, int heads
         return m;
     }
 
-    /** The weights of this dense model as the loader expects them ({@link HfLayout#denseWeights}), in its order. */
-    private List<ExpectedWeight> denseWeights() {
-        var config = new ModelConfig(spec().name(), hiddenSize, layers, heads, kvHeads, headDim, intermediateSize, vocabSize,
-                maxPositionEmbeddings, rmsNormEps, new Rope(headDim, ropeTheta, spec().ggufNeoxRope(), null));
-        return layout().denseWeights(config);
+    /**
+     * Every weight this model may have, by GGUF name, with its shapes: the loader's list ({@link HfLayout#weights}),
+     * in its order. Sized by the layer count: built once per model, after the layers are known to be there.
+     */
+    Map<String, ExpectedWeight> expectedWeights() {
+        ModelConfig config = hybrid != null ? hybrid.model() : new ModelConfig(spec().name(), hiddenSize, layers, heads, kvHeads,
+                headDim, intermediateSize, vocabSize, maxPositionEmbeddings, rmsNormEps, new Rope(headDim, ropeTheta, spec().ggufNeoxRope(), null));
+        Map<String, ExpectedWeight> out = new LinkedHashMap<>();
+        for (ExpectedWeight w : layout().weights(config)) out.put(w.name(), w);
+        return out;
     }
 
-    /**
-     * The row-major shape of every weight this dense model may have, by Hugging Face name: the loader's list
-     * ({@link HfLayout#denseWeights}) with its shapes reversed; null for a hybrid (see {@link #allowedShapes}).
-     * Sized by the layer count: built once per model, after the layers are known to be there.
-     */
-    Map<String, long[]> expectedShapes() {
-        if (hybrid != null) return null;
-        Map<String, long[]> out = new LinkedHashMap<>();
-        for (ExpectedWeight w : denseWeights()) {
-            long[] shape = new long[w.shape().length];
-            for (int i = 0; i < shape.length; i++) shape[i] = w.shape()[shape.length - 1 - i];
-            out.put(HfTensorNames.toHf(w.name()).orElseThrow(), shape);
-        }
+    /** A GGML shape (elements per row first) in row-major order, or the other way. */
+    static long[] reversed(long[] shape) {
+        long[] out = new long[shape.length];
+        for (int i = 0; i < out.length; i++) out[i] = shape[out.length - 1 - i];
         return out;
     }
 
     /**
-     * The shapes config.json allows for a weight ({@code expected}: {@link #expectedShapes()}); empty for names it
-     * says nothing about.
+     * The row-major shapes the loader allows a Hugging Face weight ({@code expected}: {@link #expectedWeights()});
+     * empty for names it says nothing about.
      */
-    List<long[]> allowedShapes(String name, Map<String, long[]> expected) {
-        if (hybrid != null) return hybrid.allowedShapes(name);
-        long[] s = expected.get(name);
-        return s == null ? List.of() : List.<long[]>of(s);
+    List<long[]> allowedShapes(String name, Map<String, ExpectedWeight> expected) {
+        return names().toGguf(name).map(expected::get).map(w -> w.shapes().stream().map(ConfigJson::reversed).toList()).orElse(List.of());
     }
 
-    /** The first weight the model needs that {@code present} lacks (for a message), or null when none is missing. */
-    String missingTensor(java.util.Set<String> present) {
-        if (hybrid != null) {
-            java.util.Set<String> canonical = new java.util.HashSet<>();
-            present.forEach(n -> canonical.add(HfTensorNames.canonical(n)));
-            return hybrid.missing(canonical);
+    /**
+     * The first weight the model needs that {@code present} (Hugging Face names) lacks, by its Hugging Face name for a
+     * message, or null when none is missing: the loader's required weights ({@code expected}), where no other layout
+     * of the same part stands in ({@link ExpectedWeight#instead}), and the output unless tied.
+     */
+    String missingTensor(java.util.Set<String> present, Map<String, ExpectedWeight> expected) {
+        java.util.Set<String> gguf = new java.util.HashSet<>();
+        for (String n : present) names().toGguf(n).ifPresent(gguf::add);
+        for (ExpectedWeight w : expected.values()) {
+            boolean needed = w.required() || (w.name().equals("output.weight") && !tieWordEmbeddings);
+            if (needed && !gguf.contains(w.name()) && w.instead().stream().noneMatch(gguf::contains)) {
+                return names().toHf(w.name()).orElse(w.name());
+            }
         }
-        for (String required : requiredTensors()) if (!present.contains(required)) return required;
         return null;
-    }
-
-    /** The Hugging Face weights this model must have: the loader's required ones, and the output unless tied. */
-    List<String> requiredTensors() {
-        List<String> out = new ArrayList<>();
-        for (ExpectedWeight w : denseWeights()) {
-            if (w.required() || (w.name().equals("output.weight") && !tieWordEmbeddings)) out.add(HfTensorNames.toHf(w.name()).orElseThrow());
-        }
-        return out;
     }
 }

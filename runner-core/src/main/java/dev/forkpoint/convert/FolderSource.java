@@ -7,6 +7,7 @@ import dev.forkpoint.format.hf.MlxModuleQuantization;
 import dev.forkpoint.format.gguf.MetadataValue;
 import dev.forkpoint.format.safetensors.SafetensorsShards;
 import dev.forkpoint.format.safetensors.SafetensorsTensor;
+import dev.forkpoint.model.ExpectedWeight;
 import dev.forkpoint.model.SafetensorsTensors;
 import dev.forkpoint.model.TensorRows;
 import dev.forkpoint.tokenizer.GgufTokenizerMetadata;
@@ -46,8 +47,8 @@ final class FolderSource implements SourceModel {
         this.folder = folder;
         this.config = config;
         this.shards = shards;
-        var reader = new SafetensorsTensors(folder, shards, quantization, folder.resolve(HfConfig.FILE));
-        Map<String, long[]> expected = config.expectedShapes();
+        var reader = new SafetensorsTensors(folder, shards, quantization, folder.resolve(HfConfig.FILE), config.names());
+        Map<String, ExpectedWeight> expected = config.expectedWeights();
         for (SafetensorsTensor t : shards.tensors()) {
             String name = t.name();
             if (name.endsWith(".rotary_emb.inv_freq")) continue;
@@ -75,7 +76,7 @@ final class FolderSource implements SourceModel {
         }
         Set<String> names = new HashSet<>();
         tensors.forEach(x -> names.add(x.name()));
-        String missing = config.missingTensor(names);
+        String missing = config.missingTensor(names, expected);
         if (missing != null) {
             throw new ModelFormatException(folder, "tensor " + missing, "missing from the folder's safetensors files (config.json's "
                     + config.modelType() + " with " + config.layers() + " layers needs it)");

@@ -2,7 +2,6 @@ package dev.forkpoint.convert;
 
 import dev.forkpoint.format.gguf.GgufWriter;
 import dev.forkpoint.format.gguf.MetadataValue;
-import dev.forkpoint.format.hf.HfTensorNames;
 import dev.forkpoint.model.TensorRows;
 import dev.forkpoint.tensor.GgmlType;
 import dev.forkpoint.tensor.Quantization;
@@ -46,7 +45,7 @@ final class GgufOut {
         List<Planned> plan = new ArrayList<>();
         List<String> fallbacks = new ArrayList<>();
         for (TensorRows t : src.tensors()) {
-            String name = HfTensorNames.toGguf(t.name()).orElseThrow(() -> new dev.forkpoint.format.ModelFormatException(
+            String name = c.names().toGguf(t.name()).orElseThrow(() -> new dev.forkpoint.format.ModelFormatException(
                     src.path(), "tensor " + t.name(), "has no GGUF equivalent; cannot convert it"));
             GgmlType type = GgmlType.F32;
             if (t.isMatrix()) {

@@ -4,7 +4,7 @@ import dev.forkpoint.format.ModelFormatException;
 import dev.forkpoint.format.gguf.GgufFile;
 import dev.forkpoint.format.gguf.GgufTensor;
 import dev.forkpoint.format.gguf.MetadataValue;
-import dev.forkpoint.format.hf.HfTensorNames;
+import dev.forkpoint.model.ExpectedWeight;
 import dev.forkpoint.model.TensorRows;
 import dev.forkpoint.tensor.GgmlType;
 import dev.forkpoint.tensor.Quantization;
@@ -18,7 +18,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * A GGUF model seen as Hugging Face weights: names mapped by {@link HfTensorNames}, GGML shapes reversed to
+ * A GGUF model seen as Hugging Face weights: names mapped by the architecture's ({@link ConfigJson#names}), GGML shapes reversed to
  * row-major, block-quantised rows dequantised, and q/k rows (and biases) that the architecture's GGUF files store in
  * another order ({@link ConfigJson#ggufRowOrder}: Llama's interleaved pairs) put back into Hugging Face's order.
  */
@@ -34,22 +34,22 @@ final class GgufSource implements SourceModel {
         if (file.findTensor(lastLayer).isEmpty()) {
             throw new ModelFormatException(file.path(), "tensor " + lastLayer, "missing: the model declares " + config.layers() + " layers");
         }
-        Map<String, long[]> expectedShapes = config.expectedShapes();
+        Map<String, ExpectedWeight> expected = config.expectedWeights();
         for (GgufTensor t : file.tensors()) {
             if (t.name().equals("rope_freqs.weight")) continue;   // in config.json's rope_scaling
-            String hf = HfTensorNames.toHf(t.name()).orElseThrow(() -> new ModelFormatException(file.path(), "tensor " + t.name(),
+            String hf = config.names().toHf(t.name()).orElseThrow(() -> new ModelFormatException(file.path(), "tensor " + t.name(),
                     "has no Hugging Face equivalent in a " + config.modelType() + " model; cannot convert it"));
             if (t.type() != GgmlType.F32 && t.type() != GgmlType.F16 && t.type() != GgmlType.BF16 && !t.type().supported()) {
                 throw new ModelFormatException(file.path(), "tensor " + t.name(), "type " + t.type()
                         + " cannot be converted; supported: " + GgmlType.supportedNames());
             }
             if (t.shape().length > 2) throw new ModelFormatException(file.path(), "tensor " + t.name(), "has " + t.shape().length + " dimensions; at most 2 expected");
-            long[] shape = new long[t.shape().length];
-            for (int i = 0; i < shape.length; i++) shape[i] = t.shape()[shape.length - 1 - i];
-            long[] expected = expectedShapes.get(hf);
-            if (expected != null && !Arrays.equals(expected, shape)) {
+            long[] shape = ConfigJson.reversed(t.shape());
+            ExpectedWeight w = expected.get(t.name());
+            if (w != null && !w.fits(t.shape())) {
                 throw new ModelFormatException(file.path(), "tensor " + t.name(), "shape " + Arrays.toString(shape)
-                        + " (row-major) does not match the metadata, which implies " + Arrays.toString(expected));
+                        + " (row-major) does not match the metadata, which implies "
+                        + String.join(" or ", w.shapes().stream().map(s -> Arrays.toString(ConfigJson.reversed(s))).toList()));
             }
             GgmlType floatType = t.type() == GgmlType.F32 || t.type() == GgmlType.F16 || t.type() == GgmlType.BF16 ? t.type() : null;
             tensors.add(new TensorRows(hf, shape, floatType, file.path() + ": " + t.name(), reader(t, hf)));

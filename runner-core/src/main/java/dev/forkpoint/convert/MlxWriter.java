@@ -127,7 +127,8 @@ final class MlxWriter {
      */
     private static void quantKey(ObjectNode q, ConfigJson c, String module, Object value) {
         List<String> keys = new ArrayList<>(List.of(module));
-        if (c.hybrid() != null && !HybridConfig.mlxLmPath(module).equals(module)) keys.add(HybridConfig.mlxLmPath(module));
+        String mlxLm = HybridConfig.mlxLmPath(c.canonicalName(module));
+        if (c.hybrid() != null && !mlxLm.equals(module)) keys.add(mlxLm);
         for (String k : keys) {
             if (value instanceof AffineFormat f) q.putObject(k).put("group_size", f.groupSize()).put("bits", f.bits());
             else q.put(k, false);

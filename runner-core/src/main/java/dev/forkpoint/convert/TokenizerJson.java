@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.forkpoint.format.ModelFormatException;
 import dev.forkpoint.format.gguf.GgufFile;
 import dev.forkpoint.tokenizer.HfPreTokenization;
+import dev.forkpoint.tokenizer.TokenType;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -33,15 +34,12 @@ final class TokenizerJson {
     static final String GENERATION_CONFIG = "generation_config.json";
     static final String SPACE = "\u2581";
 
-    /** llama.cpp's token types. */
-    static final int NORMAL = 1, UNKNOWN = 2, CONTROL = 3, USER_DEFINED = 4, UNUSED = 5, BYTE = 6;
-
     private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
 
     private final GgufFile f;
     private final String model;
     private final String[] tokens;
-    private final int[] types;
+    private final TokenType[] types;
     private final int bos, eos, eot, unk, pad;
     private final boolean addBos, addEos;
 
@@ -54,10 +52,12 @@ final class TokenizerJson {
             throw new ModelFormatException(f.path(), "metadata " + key, "tokenizer model \"" + model + "\" cannot be converted (supported: llama, gpt2)");
         }
         tokens = f.getStringArray("tokenizer.ggml.tokens");
-        types = f.has("tokenizer.ggml.token_type") ? f.getIntArray("tokenizer.ggml.token_type") : new int[tokens.length];
-        if (types.length != tokens.length) {
-            throw new ModelFormatException(f.path(), "metadata tokenizer.ggml.token_type", types.length + " entries for " + tokens.length + " tokens");
+        int[] codes = f.has("tokenizer.ggml.token_type") ? f.getIntArray("tokenizer.ggml.token_type") : new int[tokens.length];
+        if (codes.length != tokens.length) {
+            throw new ModelFormatException(f.path(), "metadata tokenizer.ggml.token_type", codes.length + " entries for " + tokens.length + " tokens");
         }
+        types = new TokenType[codes.length];
+        for (int i = 0; i < codes.length; i++) types[i] = TokenType.of(codes[i]);
         boolean llama = model.equals("llama");
         bos = id("bos_token_id", llama ? 1 : -1);
         eos = id("eos_token_id", llama ? 2 : -1);
@@ -103,16 +103,16 @@ final class TokenizerJson {
         o.putNull("padding");
         ArrayNode added = o.putArray("added_tokens");
         for (int i = 0; i < tokens.length; i++) {
-            int t = types[i];
-            if (t == CONTROL || t == UNKNOWN || t == USER_DEFINED || i == unk) {
+            TokenType t = types[i];
+            if (t.isSpecial() || i == unk) {
                 ObjectNode a = added.addObject();
                 a.put("id", i);
                 a.put("content", tokens[i]);
                 a.put("single_word", false);
                 a.put("lstrip", false);
                 a.put("rstrip", false);
-                a.put("normalized", llama && t != USER_DEFINED);
-                a.put("special", t != USER_DEFINED);
+                a.put("normalized", llama && t != TokenType.USER_DEFINED);
+                a.put("special", t != TokenType.USER_DEFINED);
             }
         }
         if (llama) {
@@ -266,11 +266,11 @@ final class TokenizerJson {
         c.put("add_eos_token", addEos);
         ObjectNode dec = c.putObject("added_tokens_decoder");
         for (int i = 0; i < tokens.length; i++) {
-            int t = types[i];
-            if (t == CONTROL || t == UNKNOWN || t == USER_DEFINED || i == unk) {
+            TokenType t = types[i];
+            if (t.isSpecial() || i == unk) {
                 ObjectNode a = dec.putObject(Integer.toString(i));
-                a.put("content", tokens[i]).put("lstrip", false).put("normalized", llama && t != USER_DEFINED)
-                        .put("rstrip", false).put("single_word", false).put("special", t != USER_DEFINED);
+                a.put("content", tokens[i]).put("lstrip", false).put("normalized", llama && t != TokenType.USER_DEFINED)
+                        .put("rstrip", false).put("single_word", false).put("special", t != TokenType.USER_DEFINED);
             }
         }
         if (bos >= 0) c.put("bos_token", tokens[bos]); else c.putNull("bos_token");

@@ -5,7 +5,6 @@ import dev.forkpoint.backend.Backend;
 import dev.forkpoint.backend.Ops;
 import dev.forkpoint.backend.Segment;
 import dev.forkpoint.backend.Weight;
-import dev.forkpoint.format.hf.HfTensorNames;
 
 import java.util.List;
 import java.util.Optional;
@@ -43,11 +42,16 @@ public interface Architecture {
         /**
          * The row order of the q and k projections (and their biases) in this architecture's GGUF files: GGUF row
          * {@code i} holds Hugging Face row {@code result[i]}; null when GGUF keeps Hugging Face's order (NeoX RoPE).
-         * llama.cpp permutes Llama's rows for the adjacent-pair RoPE layout ({@link HfTensorNames#llamaRowPermutation}).
+         * An architecture whose GGUF files rotate adjacent pairs ({@link #ggufNeoxRope()} false) gives its own
+         * ({@link Llama}'s interleaved pairs).
          */
         default int[] ggufQkRowOrder(int heads, int headDim) {
-            return ggufNeoxRope() ? null : HfTensorNames.llamaRowPermutation(heads, headDim);
+            if (!ggufNeoxRope()) throw new IllegalStateException(name() + " rotates adjacent pairs in GGUF but gives no q/k row order");
+            return null;
         }
+
+        /** The architecture's tensor names, Hugging Face's and GGUF's ({@link TensorNames#DECODER} and its own parts). */
+        TensorNames tensorNames();
 
         /** How the converter writes this architecture; empty for one it does not convert. */
         default Optional<HfLayout> hfLayout() { return Optional.empty(); }

@@ -2,7 +2,7 @@ package dev.forkpoint.model;
 
 /**
  * What converting an architecture between Hugging Face / MLX folders and GGUF needs to know beyond the tensor names
- * ({@link dev.forkpoint.format.hf.HfTensorNames}): config.json's architecture class, which optional weights a dense
+ * ({@link Architecture.Spec#tensorNames()}): config.json's architecture class, which optional weights a dense
  * layer carries, and whether it is a hybrid, whose config.json the converter carries over as it is and which it
  * writes to MLX only. An architecture without one ({@link Architecture.Spec#hfLayout()} empty) is not converted.
  *
@@ -14,12 +14,11 @@ package dev.forkpoint.model;
 public record HfLayout(String architectureClass, boolean qkvBias, boolean qkNorm, boolean hybrid) {
 
     /**
-     * Every weight a dense model of {@code config} may have, with its shape (the list the loader checks, in load order);
-     * a hybrid's weights are not listed here.
+     * Every weight a model of {@code config} may have, with its shapes: the list the loader checks, in load order
+     * ({@link ModelWeights#expected} for a dense model, {@link HybridWeights#expected} for a hybrid).
      */
-    public java.util.List<ExpectedWeight> denseWeights(ModelConfig config) {
-        if (hybrid) throw new IllegalStateException("a hybrid's weights follow its layer types, not the dense list");
-        return ModelWeights.expected(config, new ModelWeights.Parts(qkvBias, qkNorm));
+    public java.util.List<ExpectedWeight> weights(ModelConfig config) {
+        return hybrid ? HybridWeights.expected(config) : ModelWeights.expected(config, new ModelWeights.Parts(qkvBias, qkNorm));
     }
 
     /** A dense transformer's layout: its layers hold {@code parts} beyond the Llama core. */

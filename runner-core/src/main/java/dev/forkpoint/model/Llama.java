@@ -17,6 +17,23 @@ record Llama() implements Architecture.Spec {
 
     public boolean ggufNeoxRope() { return false; }
 
+    public TensorNames tensorNames() { return TensorNames.DECODER; }
+
+    /**
+     * The row order llama.cpp's converter gives Llama's q and k projections: within each head of {@code headDim}
+     * rows, GGUF row 2k+j is Hugging Face row j·headDim/2 + k (rotary pairs interleaved instead of split in halves).
+     */
+    public int[] ggufQkRowOrder(int heads, int headDim) {
+        int half = headDim / 2;
+        int[] hfRow = new int[heads * headDim];
+        for (int h = 0; h < heads; h++) {
+            for (int k = 0; k < half; k++) {
+                for (int j = 0; j < 2; j++) hfRow[h * headDim + 2 * k + j] = h * headDim + j * half + k;
+            }
+        }
+        return hfRow;
+    }
+
     public Optional<HfLayout> hfLayout() { return Optional.of(HfLayout.dense("LlamaForCausalLM", PARTS)); }
 
     public Architecture load(ModelConfig config, ModelTensors tensors, Backend backend, IntConsumer tensorLoaded) {

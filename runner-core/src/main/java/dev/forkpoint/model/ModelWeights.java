@@ -71,9 +71,9 @@ record ModelWeights(Weight tokenEmbedding, LayerWeights[] layers, Weight outputN
                     if (e.required()) throw new ModelFormatException(f.path(), "tensor " + name, "missing");
                     return null;
                 }
-                if (!Arrays.equals(actual.get(), e.shape())) {
+                if (!e.fits(actual.get())) {
                     throw new ModelFormatException(f.path(), "tensor " + name, "shape " + Arrays.toString(actual.get())
-                            + ", expected " + Arrays.toString(e.shape()));
+                            + ", expected " + e.shapesString());
                 }
                 Weight w = f.weight(name, b);
                 tensorLoaded.accept(++loaded);

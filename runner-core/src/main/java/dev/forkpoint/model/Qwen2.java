@@ -13,6 +13,8 @@ record Qwen2() implements Architecture.Spec {
 
     public boolean ggufNeoxRope() { return true; }
 
+    public TensorNames tensorNames() { return TensorNames.DECODER; }
+
     public Optional<HfLayout> hfLayout() { return Optional.of(HfLayout.dense("Qwen2ForCausalLM", PARTS)); }
 
     public Architecture load(ModelConfig config, ModelTensors tensors, Backend backend, IntConsumer tensorLoaded) {

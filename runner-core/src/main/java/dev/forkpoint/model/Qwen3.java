@@ -16,6 +16,8 @@ record Qwen3() implements Architecture.Spec {
 
     public boolean ggufNeoxRope() { return true; }
 
+    public TensorNames tensorNames() { return TensorNames.DECODER; }
+
     public Optional<HfLayout> hfLayout() { return Optional.of(HfLayout.dense("Qwen3ForCausalLM", PARTS)); }
 
     public Architecture load(ModelConfig config, ModelTensors tensors, Backend backend, IntConsumer tensorLoaded) {

@@ -48,7 +48,7 @@ final class SafetensorsModelFiles implements ModelFiles {
         HfConfig hf = HfConfig.read(folder.resolve(HfConfig.FILE));
         this.spec = Architectures.named(hf.modelType(), hf.file(), "model_type");
         this.config = ModelConfig.fromHf(hf, spec.name());
-        this.tensors = new SafetensorsTensors(path, shards, hf.quantization(), hf.file());
+        this.tensors = new SafetensorsTensors(path, shards, hf.quantization(), hf.file(), spec.tensorNames());
         this.tokenizer = Tokenizer.fromPath(folder);
         this.chatTemplate = chatTemplate(folder);
         this.pooling = Pooling.fromFolder(folder);

@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.forkpoint.backend.Backend;
 import dev.forkpoint.backend.Weight;
 import dev.forkpoint.format.ModelFormatException;
-import dev.forkpoint.format.hf.HfTensorNames;
 import dev.forkpoint.format.hf.MlxModuleQuantization;
 import dev.forkpoint.format.safetensors.SafetensorsDtype;
 import dev.forkpoint.format.safetensors.SafetensorsFile;
@@ -56,21 +55,24 @@ public final class SafetensorsTensors implements ModelTensors {
     private final SafetensorsShards shards;
     private final JsonNode quantization;   // config.json "quantization", or null
     private final Path configFile;
+    private final TensorNames names;
     private final Map<String, SafetensorsFile> fileOf = new HashMap<>();
     private final Map<String, SafetensorsTensor> byGguf = new HashMap<>();
 
     /**
      * The tensors of {@code shards}, quantised modules read by config.json's {@code quantization} block (null when
-     * the model is not quantised) at {@code configFile}; {@code path} is what the user named, for messages.
+     * the model is not quantised) at {@code configFile}, named as the architecture names them ({@code names}, its
+     * spec's {@link Architecture.Spec#tensorNames()}); {@code path} is what the user named, for messages.
      */
-    public SafetensorsTensors(Path path, SafetensorsShards shards, JsonNode quantization, Path configFile) {
+    public SafetensorsTensors(Path path, SafetensorsShards shards, JsonNode quantization, Path configFile, TensorNames names) {
         this.path = path;
+        this.names = names;
         this.shards = shards;
         this.quantization = quantization;
         this.configFile = configFile;
         for (SafetensorsFile f : shards.files()) for (SafetensorsTensor t : f.tensors()) fileOf.put(t.name(), f);
         for (SafetensorsTensor t : shards.tensors()) {
-            if (!isAuxiliary(t.name())) HfTensorNames.toGguf(t.name()).ifPresent(g -> byGguf.putIfAbsent(g, t));
+            if (!isAuxiliary(t.name())) names.toGguf(t.name()).ifPresent(g -> byGguf.putIfAbsent(g, t));
         }
     }
 
@@ -82,7 +84,7 @@ public final class SafetensorsTensors implements ModelTensors {
 
     public int count() {
         int n = 0;
-        for (SafetensorsTensor t : shards.tensors()) if (HfTensorNames.toGguf(t.name()).isPresent() && !isAuxiliary(t.name())) n++;
+        for (SafetensorsTensor t : shards.tensors()) if (names.toGguf(t.name()).isPresent() && !isAuxiliary(t.name())) n++;
         return n;
     }
 
@@ -103,7 +105,7 @@ public final class SafetensorsTensors implements ModelTensors {
 
     public Weight weight(String name, Backend backend) {
         SafetensorsTensor t = find(name).orElseThrow(() -> new ModelFormatException(path, "tensor " + name
-                + HfTensorNames.toHf(name).map(h -> " (" + h + ")").orElse(""), "missing"));
+                + names.toHf(name).map(h -> " (" + h + ")").orElse(""), "missing"));
         Quantized q = quantized(t);
         if (q != null) {
             return switch (q.format) {
@@ -164,7 +166,7 @@ public final class SafetensorsTensors implements ModelTensors {
 
     public float[] floats(String name) {
         SafetensorsTensor t = find(name).orElseThrow(() -> new ModelFormatException(path, "tensor " + name
-                + HfTensorNames.toHf(name).map(h -> " (" + h + ")").orElse(""), "missing"));
+                + names.toHf(name).map(h -> " (" + h + ")").orElse(""), "missing"));
         if (quantized(t) != null) throw new ModelFormatException(t.file(), "tensor " + t.name(), "is quantised; a plain F32, F16 or BF16 tensor was expected");
         SafetensorsFile.requireReadable(t);
         GgmlType type = t.dtype().ggmlType();
@@ -377,7 +379,7 @@ public final class SafetensorsTensors implements ModelTensors {
         Map<String, Integer> types = new java.util.TreeMap<>();
         for (SafetensorsTensor t : shards.tensors()) {
             if (isAuxiliary(t.name())) continue;
-            Quantized q = HfTensorNames.toGguf(t.name()).isPresent() ? quantized(t) : null;
+            Quantized q = names.toGguf(t.name()).isPresent() ? quantized(t) : null;
             types.merge(q == null ? t.dtype().name() : q.format.typeName(), 1, Integer::sum);
         }
         return types;
@@ -387,7 +389,7 @@ public final class SafetensorsTensors implements ModelTensors {
         long n = 0;
         for (SafetensorsTensor t : shards.tensors()) {
             if (isAuxiliary(t.name())) continue;
-            Quantized q = HfTensorNames.toGguf(t.name()).isPresent() ? quantized(t) : null;
+            Quantized q = names.toGguf(t.name()).isPresent() ? quantized(t) : null;
             n += q == null ? t.elementCount() : (long) q.rows * q.cols;
         }
         return n;

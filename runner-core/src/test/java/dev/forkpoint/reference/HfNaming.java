@@ -7,7 +7,7 @@ import java.util.regex.Pattern;
 /**
  * An independent mapping between llama.cpp's GGUF tensor names and Hugging Face's for the dense decoders (Llama,
  * Qwen2, Qwen3), written here from the two projects' published layouts, not from the converter or the loader
- * ({@code format.hf.HfTensorNames}, the architecture specs), so that round-trip tests catch a disagreement, as
+ * ({@code model.TensorNames}, the architecture specs), so that round-trip tests catch a disagreement, as
  * {@link ReferenceTransformer} does for the forward pass. Also the Llama q/k row order: llama.cpp's converter keeps
  * each head's rotary pairs adjacent (rows 2i, 2i+1) where Hugging Face splits them into halves (rows i, i + d/2).
  */
