@@ -57,13 +57,7 @@ final class GgufSource implements SourceModel {
     }
 
     static GgufSource open(Path path) throws IOException {
-        GgufFile f = GgufFile.open(path);
-        try {
-            return new GgufSource(f);
-        } catch (RuntimeException | Error e) {
-            f.close();
-            throw e;
-        }
+        return GgufFile.open(path, GgufSource::new);
     }
 
     private TensorRows.RowReader reader(GgufTensor t, String hf) {

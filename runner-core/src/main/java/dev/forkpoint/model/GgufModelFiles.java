@@ -27,13 +27,7 @@ final class GgufModelFiles implements ModelFiles {
     }
 
     static GgufModelFiles open(Path path) throws IOException {
-        GgufFile file = GgufFile.open(path);
-        try {
-            return new GgufModelFiles(file);
-        } catch (RuntimeException | Error e) {
-            file.close();
-            throw e;
-        }
+        return GgufFile.open(path, GgufModelFiles::new);
     }
 
     public Path path() { return file.path(); }

@@ -3,6 +3,7 @@ package dev.forkpoint.model;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.function.Function;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -25,7 +26,7 @@ public final class TensorNames {
     private static final Pattern HF_EXPERT = Pattern.compile("model\\.layers\\.(\\d+)\\.mlp\\.experts\\.(\\d+)\\.(gate|up|down)_proj\\.([a-z_]+)");
     private static final Pattern HF_LAYER_BARE = Pattern.compile("model\\.layers\\.(\\d+)\\.(.+)");
     private static final Pattern GGUF_LAYER_BARE = Pattern.compile("blk\\.(\\d+)\\.(.+)");
-    private static final Pattern HF_GLOBAL = Pattern.compile("(.+)\\.([a-z_]+)");
+    private static final Pattern GLOBAL = Pattern.compile("(.+)\\.([a-z_]+)");
 
     /**
      * The names every decoder here shares: embeddings, final norm and output; per layer the two norms, attention's
@@ -97,22 +98,12 @@ public final class TensorNames {
                 return Optional.of("blk." + expert.group(1) + ".ffn_" + expert.group(3) + "_exps." + expert.group(2) + "." + expert.group(4));
             }
         }
-        Matcher bare = HF_LAYER_BARE.matcher(hf);
-        if (bare.matches()) {
-            for (Pair p : pairs) if (p.scope == Scope.BARE && p.hf.equals(bare.group(2))) return Optional.of("blk." + bare.group(1) + "." + p.gguf);
-        }
-        Matcher m = HF_LAYER.matcher(hf);
-        if (m.matches()) {
-            for (Pair p : pairs) {
-                if (p.scope == Scope.LAYER && p.hf.equals(m.group(2))) return Optional.of("blk." + m.group(1) + "." + p.gguf + "." + m.group(3));
-            }
-            return Optional.empty();
-        }
-        m = HF_GLOBAL.matcher(hf);
-        if (m.matches()) {
-            for (Pair p : pairs) if (p.scope == Scope.MODEL && p.hf.equals(m.group(1))) return Optional.of(p.gguf + "." + m.group(2));
-        }
-        return Optional.empty();
+        return map(hf, true);
+    }
+
+    /** The Hugging Face name of a GGUF tensor name, or empty when it has none ({@code rope_freqs.weight}). */
+    public Optional<String> toHf(String gguf) {
+        return map(gguf, false);
     }
 
     /** The name with the first of these prefixes it starts with replaced ({@link #prefixes}); others as they are. */
@@ -121,22 +112,24 @@ public final class TensorNames {
         return name;
     }
 
-    /** The Hugging Face name of a GGUF tensor name, or empty when it has none ({@code rope_freqs.weight}). */
-    public Optional<String> toHf(String gguf) {
-        Matcher bare = GGUF_LAYER_BARE.matcher(gguf);
+    /** {@code name} in the other layout: to GGUF's names when {@code toGguf}, else to Hugging Face's. */
+    private Optional<String> map(String name, boolean toGguf) {
+        Function<Pair, String> from = toGguf ? Pair::hf : Pair::gguf, to = toGguf ? Pair::gguf : Pair::hf;
+        String layers = toGguf ? "blk." : "model.layers.";
+        Matcher bare = (toGguf ? HF_LAYER_BARE : GGUF_LAYER_BARE).matcher(name);
         if (bare.matches()) {
-            for (Pair p : pairs) if (p.scope == Scope.BARE && p.gguf.equals(bare.group(2))) return Optional.of("model.layers." + bare.group(1) + "." + p.hf);
+            for (Pair p : pairs) if (p.scope == Scope.BARE && from.apply(p).equals(bare.group(2))) return Optional.of(layers + bare.group(1) + "." + to.apply(p));
         }
-        Matcher m = GGUF_LAYER.matcher(gguf);
+        Matcher m = (toGguf ? HF_LAYER : GGUF_LAYER).matcher(name);
         if (m.matches()) {
             for (Pair p : pairs) {
-                if (p.scope == Scope.LAYER && p.gguf.equals(m.group(2))) return Optional.of("model.layers." + m.group(1) + "." + p.hf + "." + m.group(3));
+                if (p.scope == Scope.LAYER && from.apply(p).equals(m.group(2))) return Optional.of(layers + m.group(1) + "." + to.apply(p) + "." + m.group(3));
             }
             return Optional.empty();
         }
-        m = HF_GLOBAL.matcher(gguf);
+        m = GLOBAL.matcher(name);
         if (m.matches()) {
-            for (Pair p : pairs) if (p.scope == Scope.MODEL && p.gguf.equals(m.group(1))) return Optional.of(p.hf + "." + m.group(2));
+            for (Pair p : pairs) if (p.scope == Scope.MODEL && from.apply(p).equals(m.group(1))) return Optional.of(to.apply(p) + "." + m.group(2));
         }
         return Optional.empty();
     }

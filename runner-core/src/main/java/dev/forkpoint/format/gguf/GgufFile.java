@@ -8,6 +8,7 @@ import java.nio.file.Path;
 import java.util.Collection;
 import java.util.Map;
 import java.util.Optional;
+import java.util.function.Function;
 
 /**
  * An opened GGUF file: its metadata and tensor directory, with tensor data memory-mapped in place.
@@ -40,6 +41,20 @@ public final class GgufFile implements AutoCloseable {
     /** Opens and validates {@code path}; throws {@link ModelFormatException} for any defect. */
     public static GgufFile open(Path path) throws IOException {
         return GgufReader.read(path);
+    }
+
+    /**
+     * What {@code reader} makes of the file at {@code path}, opened and validated; the file is closed again when
+     * {@code reader} fails, else it belongs to what it made.
+     */
+    public static <T> T open(Path path, Function<GgufFile, T> reader) throws IOException {
+        GgufFile f = open(path);
+        try {
+            return reader.apply(f);
+        } catch (RuntimeException | Error e) {
+            f.close();
+            throw e;
+        }
     }
 
     public Path path() { return path; }
