@@ -30,8 +30,9 @@ import java.util.TreeSet;
  * A decoder's hyper-parameters in Hugging Face {@code config.json} terms, and their mapping to GGUF metadata as
  * llama.cpp's converter writes it. They are read with the loader's readers ({@link HfConfig} and
  * {@link ModelConfig#fromHf} for a folder, {@link ModelConfig#fromGguf} for a GGUF file); what differs between
- * architectures (config.json's architecture class, attention biases, q/k norms, GGUF's q/k row order, hybrid or not)
- * comes from the architecture's spec ({@link Architecture.Spec#hfLayout()}), never from comparing names here.
+ * architectures (tensor names, config.json's architecture class, attention biases, q/k norms, GGUF's q/k row order,
+ * hybrid or not, the weights and shapes the loader expects) comes from the architecture's spec
+ * ({@link Architecture.Spec#tensorNames()}, {@link Architecture.Spec#hfLayout()}), never from comparing names here.
  *
  * <p>Invariant: {@code modelType} names an architecture the converter handles (its spec has an {@link HfLayout}).
  *
