@@ -108,6 +108,62 @@ static inline void fp_codes16(const uint8_t* const* p, int64_t o, __m512i d[4]) 
     d[3] = _mm512_unpackhi_epi64(a1, a3);
 }
 
+
+/*
+ * Bytes [o, o + 16) of eight rows (p[j]: row j's bytes) as four registers, d[i] lane j = dword i of row j: the AVX2
+ * eight-rows-in-the-lanes kernels' (Q4_0, MLX affine) transpose of one block's codes. Rows m and 4 + m in one register
+ * (128-bit lane L of z[m] = row 4L + m), then a 4 × 4 dword transpose inside each 128-bit lane.
+ */
+__attribute__((target("avx2,fma,f16c"), always_inline))
+static inline void fp_codes8(const uint8_t* const* p, int64_t o, __m256i d[4]) {
+    __m256i z[4];
+    for (int m = 0; m < 4; m++) {
+        z[m] = _mm256_set_m128i(_mm_loadu_si128((const __m128i*)(p[4 + m] + o)), _mm_loadu_si128((const __m128i*)(p[m] + o)));
+    }
+    __m256i a0 = _mm256_unpacklo_epi32(z[0], z[1]), a1 = _mm256_unpackhi_epi32(z[0], z[1]);
+    __m256i a2 = _mm256_unpacklo_epi32(z[2], z[3]), a3 = _mm256_unpackhi_epi32(z[2], z[3]);
+    d[0] = _mm256_unpacklo_epi64(a0, a2);
+    d[1] = _mm256_unpackhi_epi64(a0, a2);
+    d[2] = _mm256_unpacklo_epi64(a1, a3);
+    d[3] = _mm256_unpackhi_epi64(a1, a3);
+}
+
+/*
+ * Σ over one 32-element block of eight rows' 4-bit codes times one token's int8 activations x, lane j = row j, added
+ * to start (int32 per lane): q[0 … 3] the low nibbles of the rows' code dwords 0 … 3 (meeting x bytes 0 … 15), q[4 … 7]
+ * the high nibbles (bytes 16 … 31), each 32 bytes, as fp_codes8 and a mask or shift leave them. vpmaddubsw of the
+ * unsigned codes by a broadcast activation dword gives per 16-bit half of a lane a sum of two products, |·| ≤ 2·15·128;
+ * the eight are added in 16 bits (|Σ| ≤ 8·2·15·128 = 30720 < 2^15: exact, no saturation) and vpmaddwd by ones adds a
+ * lane's two halves into int32. The same exact sum vpdpbusd gives.
+ */
+__attribute__((target("avx2,fma,f16c"), always_inline))
+static inline __m256i fp_dot8_u4(const __m256i* q, const int8_t* x, __m256i start) {
+    int32_t v[8];
+    memcpy(v, x, sizeof v);
+    __m256i s0 = _mm256_maddubs_epi16(_mm256_load_si256(q + 0), _mm256_set1_epi32(v[0]));
+    __m256i s1 = _mm256_maddubs_epi16(_mm256_load_si256(q + 1), _mm256_set1_epi32(v[1]));
+    __m256i s2 = _mm256_maddubs_epi16(_mm256_load_si256(q + 2), _mm256_set1_epi32(v[2]));
+    __m256i s3 = _mm256_maddubs_epi16(_mm256_load_si256(q + 3), _mm256_set1_epi32(v[3]));
+    s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(_mm256_load_si256(q + 4), _mm256_set1_epi32(v[4])));
+    s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(_mm256_load_si256(q + 5), _mm256_set1_epi32(v[5])));
+    s2 = _mm256_add_epi16(s2, _mm256_maddubs_epi16(_mm256_load_si256(q + 6), _mm256_set1_epi32(v[6])));
+    s3 = _mm256_add_epi16(s3, _mm256_maddubs_epi16(_mm256_load_si256(q + 7), _mm256_set1_epi32(v[7])));
+    __m256i s = _mm256_add_epi16(_mm256_add_epi16(s0, s1), _mm256_add_epi16(s2, s3));
+    return _mm256_add_epi32(start, _mm256_madd_epi16(s, _mm256_set1_epi16(1)));
+}
+
+/* Stores the live lanes (the first `live`, 1 … 8) of v at out. */
+__attribute__((target("avx2,fma,f16c"), always_inline))
+static inline void fp_store8(float* out, __m256 v, int32_t live) {
+    if (live >= 8) {
+        _mm256_storeu_ps(out, v);
+    } else {
+        float lane[8];
+        _mm256_storeu_ps(lane, v);
+        for (int32_t j = 0; j < live; j++) out[j] = lane[j];
+    }
+}
+
 #endif
 
 #endif
