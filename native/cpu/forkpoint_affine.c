@@ -193,11 +193,133 @@ static inline void affine_rows_avx2(int bits, const uint8_t* w, const uint8_t* s
     }
 }
 
+/* ---- AVX2 4 bits: eight rows in the eight int32 lanes ---- */
+
+/* An 8 × 8 transpose of floats: lane j of r[i] becomes lane i of r[j]. */
+__attribute__((target("avx2,fma,f16c"), always_inline))
+static inline void affine_transpose8(__m256 r[8]) {
+    __m256 a[8], b[8];
+    for (int k = 0; k < 4; k++) {   /* per 128-bit half: a[2k] columns 0, 1 (4, 5) of rows 2k, 2k+1; a[2k+1] columns 2, 3 (6, 7) */
+        a[2 * k] = _mm256_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+        a[2 * k + 1] = _mm256_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+    }
+    for (int k = 0; k < 2; k++) {   /* b[4k + c], half H: column 4H + c of rows 4k … 4k+3 */
+        b[4 * k] = _mm256_shuffle_ps(a[4 * k], a[4 * k + 2], 0x44);
+        b[4 * k + 1] = _mm256_shuffle_ps(a[4 * k], a[4 * k + 2], 0xee);
+        b[4 * k + 2] = _mm256_shuffle_ps(a[4 * k + 1], a[4 * k + 3], 0x44);
+        b[4 * k + 3] = _mm256_shuffle_ps(a[4 * k + 1], a[4 * k + 3], 0xee);
+    }
+    for (int c = 0; c < 4; c++) {
+        r[c] = _mm256_permute2f128_ps(b[c], b[4 + c], 0x20);
+        r[4 + c] = _mm256_permute2f128_ps(b[c], b[4 + c], 0x31);
+    }
+}
+
+/* The scales or biases of groups g0 … g0 + count − 1 (count 1 … 8) of eight rows (p[j]: row j's), v[i] lane j = group
+ * g0 + i of row j. */
+__attribute__((target("avx2,fma,f16c"), always_inline))
+static inline void affine_values8x8(const uint8_t* const* p, int kind, int32_t g0, int32_t count, __m256 v[8]) {
+    if (count == 8) {
+        for (int j = 0; j < 8; j++) v[j] = affine_values8_avx2(p[j], kind, g0);
+        affine_transpose8(v);
+    } else {
+        float lane[8];
+        for (int32_t i = 0; i < count; i++) {
+            for (int j = 0; j < 8; j++) lane[j] = affine_value_x86(p[j], kind, g0 + i);
+            v[i] = _mm256_loadu_ps(lane);
+        }
+    }
+}
+
+#define FP_AFFINE_CHUNK 8    /* groups per chunk: the transposed codes of up to 8 · 4 blocks (group 128) in L1 */
+
+/*
+ * The VNNI kernel's sixteen-rows form (affine_rows_vnni below) on 256 bits: per tile of eight rows (the last one's
+ * missing rows read the slice's last row, and their lanes are not stored) and per chunk of FP_AFFINE_CHUNK groups, the
+ * groups' scales and biases of the eight rows as one register per group (lane j = row j), and each block's codes
+ * transposed once (fp_codes8) into eight registers of nibbles in an L1 scratch, low (meeting the activations' first 16
+ * codes, in nibble order) and high (the last 16); every token of the call then runs through the chunk with its
+ * accumulator in a register: the bias terms b_g·X_g in group order, then per block (s_g·d_k)·Σ q·x in block order, Σ q·x
+ * by fp_dot8_u4 (unsigned codes times signed activations, exact, no correction). The form depends on the matrix only,
+ * never on n, the slice or the lane; the next tile's codes are prefetched as one sequential stream, and its scales and
+ * biases per chunk.
+ */
+__attribute__((target("avx2,fma,f16c")))
+static void affine4_rows8_avx2(const uint8_t* w, const uint8_t* scales, const uint8_t* biases, int32_t kind, int32_t gs,
+                               int32_t blocks, int32_t rows, const int8_t* xq, const float* xd, const float* xg,
+                               int32_t n, float* out, int32_t out_stride) {
+    const __m256i low = _mm256_set1_epi8(0x0f);
+    const int32_t groups = blocks >> gs;
+    const int64_t value_bytes = affine_value_bytes(kind);
+    const int64_t row_bytes = (int64_t)blocks * 16, group_bytes = (int64_t)groups * value_bytes;
+    __m256i q[FP_AFFINE_CHUNK << 2][8];
+    __m256 acc[FP_MAX_TOKENS];
+    for (int32_t r0 = 0; r0 < rows; r0 += 8) {
+        const uint8_t* code[8];
+        const uint8_t* sc[8];
+        const uint8_t* bi[8];
+        for (int j = 0; j < 8; j++) {
+            int64_t r = r0 + j < rows ? r0 + j : rows - 1;
+            code[j] = w + r * row_bytes;
+            sc[j] = scales + r * group_bytes;
+            bi[j] = biases + r * group_bytes;
+        }
+        for (int32_t t = 0; t < n; t++) acc[t] = _mm256_setzero_ps();
+        for (int32_t g0 = 0; g0 < groups; g0 += FP_AFFINE_CHUNK) {
+            const int32_t count = groups - g0 < FP_AFFINE_CHUNK ? groups - g0 : FP_AFFINE_CHUNK;
+            __m256 s[8], b[8];
+            affine_values8x8(sc, kind, g0, count, s);   /* s[i] lane j: the scale of group g0 + i of row j */
+            affine_values8x8(bi, kind, g0, count, b);
+            if (r0 + 8 < rows) {
+                for (int j = 0; j < 8; j++) {
+                    const int64_t at = (int64_t)(r0 + 8 + j < rows ? r0 + 8 + j : rows - 1) * group_bytes + g0 * value_bytes;
+                    __builtin_prefetch(scales + at, 0, 3);
+                    __builtin_prefetch(biases + at, 0, 3);
+                }
+            }
+            const int32_t k0 = g0 << gs, kc = count << gs;
+            for (int32_t c = 0; c < kc; c++) {
+                const int64_t o = (int64_t)(k0 + c) * 16;
+                if (r0 + 8 < rows) {   /* the next tile (8 contiguous rows) as one stream, 8 blocks' bytes per block */
+                    const uint8_t* ahead = w + (int64_t)(r0 + 8) * row_bytes + o * 8;
+                    __builtin_prefetch(ahead, 0, 2);
+                    __builtin_prefetch(ahead + 64, 0, 2);
+                }
+                __m256i d[4];
+                fp_codes8(code, o, d);
+                for (int i = 0; i < 4; i++) {
+                    q[c][i] = _mm256_and_si256(d[i], low);
+                    q[c][4 + i] = _mm256_and_si256(_mm256_srli_epi32(d[i], 4), low);
+                }
+            }
+            for (int32_t t = 0; t < n; t++) {
+                const float* X = xg + (int64_t)t * groups + g0;
+                const int8_t* x = xq + ((int64_t)t * blocks + k0) * 32;
+                const float* dx = xd + (int64_t)t * blocks + k0;
+                __m256 a = acc[t];
+                for (int32_t i = 0; i < count; i++) a = _mm256_fmadd_ps(b[i], _mm256_set1_ps(X[i]), a);
+                for (int32_t c = 0; c < kc; c++) {
+                    __m256i dot = fp_dot8_u4(q[c], x + (int64_t)c * 32, _mm256_setzero_si256());
+                    a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(s[c >> gs], _mm256_set1_ps(dx[c])), a);
+                }
+                acc[t] = a;
+            }
+        }
+        const int32_t live = rows - r0 < 8 ? rows - r0 : 8;
+        for (int32_t t = 0; t < n; t++) fp_store8(out + (int64_t)t * out_stride + r0, acc[t], live);
+    }
+}
+
+/* 4 bits: eight rows in the lanes for group sizes 32 … 128 (what the format has), the one-row body otherwise. */
 __attribute__((target("avx2,fma,f16c")))
 FP_EXPORT void fp_affine4_rows_avx2(const uint8_t* w, const uint8_t* scales, const uint8_t* biases, int32_t scale_kind,
                                     int32_t group_shift, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
                                     const float* xg, int32_t n, float* out, int32_t out_stride) {
-    affine_rows_avx2(4, w, scales, biases, scale_kind, group_shift, blocks, rows, xq, xd, xg, n, out, out_stride);
+    if (group_shift >= 0 && group_shift <= 2) {
+        affine4_rows8_avx2(w, scales, biases, scale_kind, group_shift, blocks, rows, xq, xd, xg, n, out, out_stride);
+    } else {
+        affine_rows_avx2(4, w, scales, biases, scale_kind, group_shift, blocks, rows, xq, xd, xg, n, out, out_stride);
+    }
 }
 
 __attribute__((target("avx2,fma,f16c")))
