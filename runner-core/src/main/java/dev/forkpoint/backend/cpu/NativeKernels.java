@@ -201,8 +201,10 @@ final class NativeKernels {
             if (loaded == null) {
                 loaded = load(env, CacheDirectory.of(env));
                 if (loaded instanceof Library lib) {
-                    LOG.log(System.Logger.Level.INFO, "native CPU kernels: {0} (built with {1}: {2})",
-                            lib.runnable().getFirst().suffix, lib.compiler(), lib.path());
+                    String pinned = env.get(VARIANT_ENV);
+                    LOG.log(System.Logger.Level.INFO, "native CPU kernels: {0} (built with {1}: {2}){3}",
+                            lib.runnable().getFirst().suffix, lib.compiler(), lib.path(),
+                            pinned == null || pinned.isBlank() ? "" : "; $" + VARIANT_ENV + "=" + pinned.strip());
                 } else {
                     LOG.log(System.Logger.Level.INFO, "native CPU kernels not used: {0}; the Java kernels run", loaded);
                 }
