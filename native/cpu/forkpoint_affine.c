@@ -129,7 +129,7 @@ static inline __m256 affine_values8_avx2(const uint8_t* p, int kind, int32_t g) 
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
-/* ---- AVX2 + FMA + F16C: token-outer like the other AVX2 kernels, one block per step ---- */
+/* ---- AVX2 + FMA + F16C, 8 bits (and 4 bits at group sizes the format lacks): token-outer, one block per step ---- */
 
 /*
  * One row times one token. 4 bits: a block's 16 bytes as [low nibbles | high nibbles] (the activations' nibble
@@ -237,8 +237,9 @@ static inline void affine_values8x8(const uint8_t* const* p, int kind, int32_t g
  * The VNNI kernel's sixteen-rows form (affine_rows_vnni below) on 256 bits, sixteen rows in the lanes of two registers:
  * per tile of sixteen rows (the last one's missing rows read the slice's last row, and their lanes are not stored) and
  * per chunk of FP_AFFINE_CHUNK groups, the groups' scales and biases as one register per group and half tile (lane j =
- * row j or 8 + j), and each block's codes transposed once (fp_nibbles8, eight rows at a time) into sixteen registers of nibbles in an L1
- * scratch, low (meeting the activations' first 16 codes, in nibble order) and high (the last 16); every token of the
+ * row j or 8 + j), and each block's codes transposed once (fp_nibbles8, eight rows at a time) into sixteen registers
+ * of nibbles in an L1 scratch, low (meeting the activations' first 16 codes, in nibble order) and high (the last 16);
+ * every token of the
  * call then runs through the chunk with its two accumulators in registers: the bias terms b_g·X_g in group order, then
  * per block (s_g·d_k)·Σ q·x in block order, Σ q·x by fp_dot16_u4 (unsigned codes times signed activations, exact, no
  * correction). The form depends on the matrix only, never on n, the slice or the lane; the next tile's codes are

@@ -176,7 +176,6 @@ static void q4_0_rows1_avx2(const uint8_t* w, int32_t blocks, int32_t rows, cons
 
 #define FP_Q4_0_SUMS 8192   /* int32 of −8·Σx on the stack: tokens per pass = FP_Q4_0_SUMS / blocks */
 
-
 /* s[t·blocks + k] = −8 · Σ of token t's 32 activation codes of block k (|Σ| ≤ 32·128: exact). */
 __attribute__((target("avx2,fma,f16c")))
 static void q4_0_neg_sums(const int8_t* xq, int32_t blocks, int32_t n, int32_t* s) {
@@ -193,8 +192,9 @@ static void q4_0_neg_sums(const int8_t* xq, int32_t blocks, int32_t n, int32_t* 
 /*
  * Q4_0 on AVX2 with sixteen rows in the lanes of two registers (the form of the VNNI kernel, q4_0_rows16_vnni): per
  * tile of sixteen rows (the last one's missing rows read the slice's last row, and their lanes are not stored) and per
- * chunk of FP_Q4_0_CHUNK blocks, the rows' codes of each block transposed once (fp_nibbles8, eight rows at a time) into sixteen registers of
- * nibbles, low (elements 0–15) and high (16–31), kept in an L1 scratch with the sixteen f16 scales converted once;
+ * chunk of FP_Q4_0_CHUNK blocks, the rows' codes of each block transposed once (fp_nibbles8, eight rows at a time) into
+ * sixteen registers of nibbles, low (elements 0–15) and high (16–31), kept in an L1 scratch with the sixteen f16
+ * scales converted once;
  * every token of the call then runs through the chunk with its two accumulators in registers: per block fp_dot16_u4
  * (vpmaddubsw of the unsigned codes by its broadcast activation dwords, summed exactly) onto −8·Σx of its block, so the
  * int32 is Σ (q − 8)·x, and one multiply-add by d_w·d_x, in block order. The form depends on the matrix only, never on
