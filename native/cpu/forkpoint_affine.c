@@ -129,7 +129,7 @@ static inline __m256 affine_values8_avx2(const uint8_t* p, int kind, int32_t g) 
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
-/* ---- AVX2 + FMA + F16C: token-outer like the other AVX2 kernels, one block per step ---- */
+/* ---- AVX2 + FMA + F16C, 8 bits (and 4 bits at group sizes the format lacks): token-outer, one block per step ---- */
 
 /*
  * One row times one token. 4 bits: a block's 16 bytes as [low nibbles | high nibbles] (the activations' nibble
@@ -193,11 +193,141 @@ static inline void affine_rows_avx2(int bits, const uint8_t* w, const uint8_t* s
     }
 }
 
+/* ---- AVX2 4 bits: sixteen rows in the int32 lanes of two registers ---- */
+
+/* An 8 × 8 transpose of floats: lane j of r[i] becomes lane i of r[j]. */
+__attribute__((target("avx2,fma,f16c"), always_inline))
+static inline void affine_transpose8(__m256 r[8]) {
+    __m256 a[8], b[8];
+    for (int k = 0; k < 4; k++) {   /* per 128-bit half: a[2k] columns 0, 1 (4, 5) of rows 2k, 2k+1; a[2k+1] columns 2, 3 (6, 7) */
+        a[2 * k] = _mm256_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+        a[2 * k + 1] = _mm256_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+    }
+    for (int k = 0; k < 2; k++) {   /* b[4k + c], half H: column 4H + c of rows 4k … 4k+3 */
+        b[4 * k] = _mm256_shuffle_ps(a[4 * k], a[4 * k + 2], 0x44);
+        b[4 * k + 1] = _mm256_shuffle_ps(a[4 * k], a[4 * k + 2], 0xee);
+        b[4 * k + 2] = _mm256_shuffle_ps(a[4 * k + 1], a[4 * k + 3], 0x44);
+        b[4 * k + 3] = _mm256_shuffle_ps(a[4 * k + 1], a[4 * k + 3], 0xee);
+    }
+    for (int c = 0; c < 4; c++) {
+        r[c] = _mm256_permute2f128_ps(b[c], b[4 + c], 0x20);
+        r[4 + c] = _mm256_permute2f128_ps(b[c], b[4 + c], 0x31);
+    }
+}
+
+/* The scales or biases of groups g0 … g0 + count − 1 (count 1 … 8) of eight rows (p[j]: row j's), v[i] lane j = group
+ * g0 + i of row j. */
+__attribute__((target("avx2,fma,f16c"), always_inline))
+static inline void affine_values8x8(const uint8_t* const* p, int kind, int32_t g0, int32_t count, __m256 v[8]) {
+    if (count == 8) {
+        for (int j = 0; j < 8; j++) v[j] = affine_values8_avx2(p[j], kind, g0);
+        affine_transpose8(v);
+    } else {
+        float lane[8];
+        for (int32_t i = 0; i < count; i++) {
+            for (int j = 0; j < 8; j++) lane[j] = affine_value_x86(p[j], kind, g0 + i);
+            v[i] = _mm256_loadu_ps(lane);
+        }
+    }
+}
+
+#define FP_AFFINE_CHUNK 8    /* groups per chunk: the transposed codes of up to 8 · 4 blocks (group 128) in L1 */
+
+/*
+ * The VNNI kernel's sixteen-rows form (affine_rows_vnni below) on 256 bits, sixteen rows in the lanes of two registers:
+ * per tile of sixteen rows (the last one's missing rows read the slice's last row, and their lanes are not stored) and
+ * per chunk of FP_AFFINE_CHUNK groups, the groups' scales and biases as one register per group and half tile (lane j =
+ * row j or 8 + j), and each block's codes transposed once (fp_nibbles8, eight rows at a time) into sixteen registers
+ * of nibbles in an L1 scratch, low (meeting the activations' first 16 codes, in nibble order) and high (the last 16);
+ * every token of the
+ * call then runs through the chunk with its two accumulators in registers: the bias terms b_g·X_g in group order, then
+ * per block (s_g·d_k)·Σ q·x in block order, Σ q·x by fp_dot16_u4 (unsigned codes times signed activations, exact, no
+ * correction). The form depends on the matrix only, never on n, the slice or the lane; the next tile's codes are
+ * prefetched as one sequential stream, and its scales and biases per chunk.
+ */
+__attribute__((target("avx2,fma,f16c")))
+static void affine4_rows16_avx2(const uint8_t* w, const uint8_t* scales, const uint8_t* biases, int32_t kind, int32_t gs,
+                                int32_t blocks, int32_t rows, const int8_t* xq, const float* xd, const float* xg,
+                                int32_t n, float* out, int32_t out_stride) {
+    const int32_t groups = blocks >> gs;
+    const int64_t value_bytes = affine_value_bytes(kind);
+    const int64_t row_bytes = (int64_t)blocks * 16, group_bytes = (int64_t)groups * value_bytes;
+    __m256i q[FP_AFFINE_CHUNK << 2][16];
+    __m256 acc[FP_MAX_TOKENS][2];
+    for (int32_t r0 = 0; r0 < rows; r0 += 16) {
+        const uint8_t* code[16];
+        const uint8_t* sc[16];
+        const uint8_t* bi[16];
+        for (int j = 0; j < 16; j++) {
+            int64_t r = r0 + j < rows ? r0 + j : rows - 1;
+            code[j] = w + r * row_bytes;
+            sc[j] = scales + r * group_bytes;
+            bi[j] = biases + r * group_bytes;
+        }
+        for (int32_t t = 0; t < n; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+        for (int32_t g0 = 0; g0 < groups; g0 += FP_AFFINE_CHUNK) {
+            const int32_t count = groups - g0 < FP_AFFINE_CHUNK ? groups - g0 : FP_AFFINE_CHUNK;
+            __m256 s[2][8], b[2][8];   /* s[h][i] lane j: the scale of group g0 + i of row 8h + j */
+            for (int h = 0; h < 2; h++) {
+                affine_values8x8(sc + 8 * h, kind, g0, count, s[h]);
+                affine_values8x8(bi + 8 * h, kind, g0, count, b[h]);
+            }
+            if (r0 + 16 < rows) {
+                for (int j = 0; j < 16; j++) {
+                    const int64_t at = (int64_t)(r0 + 16 + j < rows ? r0 + 16 + j : rows - 1) * group_bytes + g0 * value_bytes;
+                    __builtin_prefetch(scales + at, 0, 3);
+                    __builtin_prefetch(biases + at, 0, 3);
+                }
+            }
+            const int32_t k0 = g0 << gs, kc = count << gs;
+            /* rows 0–7, then 8–15: rows of 8192 columns (4 KiB) share an L1 set, eight of them fit its ways (all sixteen
+               block by block made one-token decode 1.5x slower) */
+            for (int h = 0; h < 2; h++) {
+                for (int32_t c = 0; c < kc; c++) {
+                    const int64_t o = (int64_t)(k0 + c) * 16;
+                    if (h == 0 && r0 + 16 < rows) {   /* the next tile (16 contiguous rows) as one stream, 16 blocks' bytes per block */
+                        const uint8_t* ahead = w + (int64_t)(r0 + 16) * row_bytes + o * 16;
+                        for (int l = 0; l < 16 * 16; l += 64) __builtin_prefetch(ahead + l, 0, 2);
+                    }
+                    fp_nibbles8(code + 8 * h, o, q[c] + 8 * h);
+                }
+            }
+            for (int32_t t = 0; t < n; t++) {
+                const float* X = xg + (int64_t)t * groups + g0;
+                const int8_t* x = xq + ((int64_t)t * blocks + k0) * 32;
+                const float* dx = xd + (int64_t)t * blocks + k0;
+                __m256 a0 = acc[t][0], a1 = acc[t][1];
+                for (int32_t i = 0; i < count; i++) {
+                    const __m256 xv = _mm256_set1_ps(X[i]);
+                    a0 = _mm256_fmadd_ps(b[0][i], xv, a0);
+                    a1 = _mm256_fmadd_ps(b[1][i], xv, a1);
+                }
+                for (int32_t c = 0; c < kc; c++) {
+                    __m256i lo, hi;
+                    fp_dot16_u4(q[c], x + (int64_t)c * 32, _mm256_setzero_si256(), &lo, &hi);
+                    const __m256 sx = _mm256_set1_ps(dx[c]);
+                    a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lo), _mm256_mul_ps(s[0][c >> gs], sx), a0);
+                    a1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hi), _mm256_mul_ps(s[1][c >> gs], sx), a1);
+                }
+                acc[t][0] = a0;
+                acc[t][1] = a1;
+            }
+        }
+        const int32_t live = rows - r0 < 16 ? rows - r0 : 16;
+        for (int32_t t = 0; t < n; t++) fp_store16(out + (int64_t)t * out_stride + r0, acc[t][0], acc[t][1], live);
+    }
+}
+
+/* 4 bits: sixteen rows in the lanes for group sizes 32 … 128 (what the format has), the one-row body otherwise. */
 __attribute__((target("avx2,fma,f16c")))
 FP_EXPORT void fp_affine4_rows_avx2(const uint8_t* w, const uint8_t* scales, const uint8_t* biases, int32_t scale_kind,
                                     int32_t group_shift, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
                                     const float* xg, int32_t n, float* out, int32_t out_stride) {
-    affine_rows_avx2(4, w, scales, biases, scale_kind, group_shift, blocks, rows, xq, xd, xg, n, out, out_stride);
+    if (group_shift >= 0 && group_shift <= 2) {
+        affine4_rows16_avx2(w, scales, biases, scale_kind, group_shift, blocks, rows, xq, xd, xg, n, out, out_stride);
+    } else {
+        affine_rows_avx2(4, w, scales, biases, scale_kind, group_shift, blocks, rows, xq, xd, xg, n, out, out_stride);
+    }
 }
 
 __attribute__((target("avx2,fma,f16c")))

@@ -146,9 +146,10 @@ FP_EXPORT void fp_q8_0_rows_avx2(const uint8_t* w, int32_t blocks, int32_t rows,
     }
 }
 
+/* The one-row body, left to rows of more than FP_Q4_0_SUMS blocks (every token count; see q4_0_rows16_avx2 below). */
 __attribute__((target("avx2,fma,f16c")))
-FP_EXPORT void fp_q4_0_rows_avx2(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
-                                 int32_t n, float* out, int32_t out_stride) {
+static void q4_0_rows1_avx2(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
+                            int32_t n, float* out, int32_t out_stride) {
     const __m256i ones = _mm256_set1_epi8(1);
     for (int32_t r = 0; r < rows; r++) {
         const uint8_t* row = w + (int64_t)r * blocks * 18;
@@ -170,6 +171,115 @@ FP_EXPORT void fp_q4_0_rows_avx2(const uint8_t* w, int32_t blocks, int32_t rows,
             }
             out[(int64_t)t * out_stride + r] = hsum256(_mm256_add_ps(acc0, acc1));
         }
+    }
+}
+
+#define FP_Q4_0_SUMS 8192   /* int32 of −8·Σx on the stack: tokens per pass = FP_Q4_0_SUMS / blocks */
+
+/* s[t·blocks + k] = −8 · Σ of token t's 32 activation codes of block k (|Σ| ≤ 32·128: exact). */
+__attribute__((target("avx2,fma,f16c")))
+static void q4_0_neg_sums(const int8_t* xq, int32_t blocks, int32_t n, int32_t* s) {
+    const __m256i bias = _mm256_set1_epi8((char)0x80);
+    for (int64_t i = 0; i < (int64_t)n * blocks; i++) {
+        __m256i u = _mm256_xor_si256(_mm256_loadu_si256((const __m256i*)(xq + i * 32)), bias);   /* x + 128 */
+        __m256i q = _mm256_sad_epu8(u, _mm256_setzero_si256());
+        __m128i h = _mm_add_epi64(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+        int32_t sum = (int32_t)(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1)) - 32 * 128;
+        s[i] = -8 * sum;
+    }
+}
+
+/*
+ * Q4_0 on AVX2 with sixteen rows in the lanes of two registers (the form of the VNNI kernel, q4_0_rows16_vnni): per
+ * tile of sixteen rows (the last one's missing rows read the slice's last row, and their lanes are not stored) and per
+ * chunk of FP_Q4_0_CHUNK blocks, the rows' codes of each block transposed once (fp_nibbles8, eight rows at a time) into
+ * sixteen registers of nibbles, low (elements 0–15) and high (16–31), kept in an L1 scratch with the sixteen f16
+ * scales converted once;
+ * every token of the call then runs through the chunk with its two accumulators in registers: per block fp_dot16_u4
+ * (vpmaddubsw of the unsigned codes by its broadcast activation dwords, summed exactly) onto −8·Σx of its block, so the
+ * int32 is Σ (q − 8)·x, and one multiply-add by d_w·d_x, in block order. The form depends on the matrix only, never on
+ * n, the slice or the lane; the next tile's codes are prefetched as one sequential stream while a tile is read.
+ */
+#define FP_Q4_0_CHUNK 32
+
+/* The f16 scales at p[0] + o … p[7] + o as eight floats. */
+__attribute__((target("avx2,fma,f16c"), always_inline))
+static inline __m256 q4_0_scales8(const uint8_t* const* p, int64_t o) {
+    __m128i h = _mm_setzero_si128();
+    h = _mm_insert_epi16(h, load_u16(p[0] + o), 0);
+    h = _mm_insert_epi16(h, load_u16(p[1] + o), 1);
+    h = _mm_insert_epi16(h, load_u16(p[2] + o), 2);
+    h = _mm_insert_epi16(h, load_u16(p[3] + o), 3);
+    h = _mm_insert_epi16(h, load_u16(p[4] + o), 4);
+    h = _mm_insert_epi16(h, load_u16(p[5] + o), 5);
+    h = _mm_insert_epi16(h, load_u16(p[6] + o), 6);
+    h = _mm_insert_epi16(h, load_u16(p[7] + o), 7);
+    return _mm256_cvtph_ps(h);
+}
+
+__attribute__((target("avx2,fma,f16c")))
+static void q4_0_rows16_avx2(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
+                             const int32_t* nsum, int32_t n, float* out, int32_t out_stride) {
+    const int64_t row_bytes = (int64_t)blocks * 18;
+    __m256i q[FP_Q4_0_CHUNK][16];
+    __m256 dw[FP_Q4_0_CHUNK][2];
+    __m256 acc[FP_MAX_TOKENS][2];
+    for (int32_t r0 = 0; r0 < rows; r0 += 16) {
+        const uint8_t* code[16];
+        for (int j = 0; j < 16; j++) code[j] = w + (int64_t)(r0 + j < rows ? r0 + j : rows - 1) * row_bytes;
+        for (int32_t t = 0; t < n; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+        for (int32_t k0 = 0; k0 < blocks; k0 += FP_Q4_0_CHUNK) {
+            const int32_t count = blocks - k0 < FP_Q4_0_CHUNK ? blocks - k0 : FP_Q4_0_CHUNK;
+            /* rows 0–7, then 8–15: rows whose length is a multiple of 4 KiB share an L1 set, eight of them fit its ways */
+            for (int h = 0; h < 2; h++) {
+                for (int32_t c = 0; c < count; c++) {
+                    const int64_t o = (int64_t)(k0 + c) * 18;
+                    if (h == 0 && r0 + 16 < rows) {   /* the next tile (16 contiguous rows) as one stream, 16 blocks' bytes per block */
+                        const uint8_t* ahead = w + (int64_t)(r0 + 16) * row_bytes + o * 16;
+                        for (int l = 0; l < 18 * 16; l += 64) __builtin_prefetch(ahead + l, 0, 2);
+                    }
+                    fp_nibbles8(code + 8 * h, o + 2, q[c] + 8 * h);
+                    dw[c][h] = q4_0_scales8(code + 8 * h, o);   /* lane j: row 8h + j's scale of block k0 + c */
+                }
+            }
+            for (int32_t t = 0; t < n; t++) {
+                const int8_t* x = xq + ((int64_t)t * blocks + k0) * 32;
+                const float* dx = xd + (int64_t)t * blocks + k0;
+                const int32_t* s = nsum + (int64_t)t * blocks + k0;
+                __m256 a0 = acc[t][0], a1 = acc[t][1];
+                for (int32_t c = 0; c < count; c++) {
+                    __m256i lo, hi;
+                    fp_dot16_u4(q[c], x + (int64_t)c * 32, _mm256_set1_epi32(s[c]), &lo, &hi);
+                    const __m256 sx = _mm256_set1_ps(dx[c]);
+                    a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lo), _mm256_mul_ps(dw[c][0], sx), a0);
+                    a1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(hi), _mm256_mul_ps(dw[c][1], sx), a1);
+                }
+                acc[t][0] = a0;
+                acc[t][1] = a1;
+            }
+        }
+        const int32_t live = rows - r0 < 16 ? rows - r0 : 16;
+        for (int32_t t = 0; t < n; t++) fp_store16(out + (int64_t)t * out_stride + r0, acc[t][0], acc[t][1], live);
+    }
+}
+
+/* Tokens in passes of what the sums hold; rows of more than FP_Q4_0_SUMS blocks take the one-row body. */
+__attribute__((target("avx2,fma,f16c")))
+FP_EXPORT void fp_q4_0_rows_avx2(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
+                                 int32_t n, float* out, int32_t out_stride) {
+    if (blocks > FP_Q4_0_SUMS) {
+        q4_0_rows1_avx2(w, blocks, rows, xq, xd, n, out, out_stride);
+        return;
+    }
+    int32_t nsum[FP_Q4_0_SUMS];
+    const int32_t pass = FP_Q4_0_SUMS / blocks;
+    for (int32_t t0 = 0; t0 < n; t0 += pass) {
+        const int32_t m = n - t0 < pass ? n - t0 : pass;
+        q4_0_neg_sums(xq, blocks, m, nsum);
+        q4_0_rows16_avx2(w, blocks, rows, xq, xd, nsum, m, out, out_stride);
+        xq += (int64_t)m * blocks * 32;
+        xd += (int64_t)m * blocks;
+        out += (int64_t)m * out_stride;
     }
 }
 
@@ -335,22 +445,6 @@ static inline void q4_0_rows_vnni(const uint8_t* w, int32_t blocks, int32_t rows
  * multiply-add (d_w·d_x) into its accumulator, in block order. Σx per token and block is formed once per call in
  * q4_0_neg_sums. While a tile is read, the next tile's codes are prefetched into L2 as one sequential stream.
  */
-#define FP_Q4_0_SUMS 8192   /* int32 of −8·Σx on the stack: tokens per pass = FP_Q4_0_SUMS / blocks */
-
-
-/* s[t·blocks + k] = −8 · Σ of token t's 32 activation codes of block k (|Σ| ≤ 32·128: exact). */
-__attribute__((target(FP_VNNI)))
-static void q4_0_neg_sums(const int8_t* xq, int32_t blocks, int32_t n, int32_t* s) {
-    const __m256i bias = _mm256_set1_epi8((char)0x80);
-    for (int64_t i = 0; i < (int64_t)n * blocks; i++) {
-        __m256i u = _mm256_xor_si256(_mm256_loadu_si256((const __m256i*)(xq + i * 32)), bias);   /* x + 128 */
-        __m256i q = _mm256_sad_epu8(u, _mm256_setzero_si256());
-        __m128i h = _mm_add_epi64(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-        int32_t sum = (int32_t)(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1)) - 32 * 128;
-        s[i] = -8 * sum;
-    }
-}
-
 __attribute__((target(FP_VNNI), always_inline))
 static inline void q4_0_rows16_vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
                                     const int32_t* nsum, const int32_t n, float* out, int32_t out_stride) {

@@ -1,7 +1,8 @@
 /*
  * What Forkpoint's native CPU kernels share (forkpoint_kernels.c: Q8_0, Q4_0; forkpoint_kquants.c: Q4_K, Q6_K): the
  * platform tests, the export marker, the IEEE half → float conversion and the little-endian loads of GGML block
- * headers, the token limit of one call, the x86 f16 scale load and the AVX2 / AVX-512 horizontal sums.
+ * headers, the token limit of one call, the x86 f16 scale load and the AVX2 / AVX-512 horizontal sums, and the pieces of
+ * the rows-in-the-lanes kernels (Q4_0, MLX affine 4-bit): the code transposes and, for AVX2, the exact 4-bit dot product.
  */
 #ifndef FP_KERNELS_H
 #define FP_KERNELS_H
@@ -106,6 +107,78 @@ static inline void fp_codes16(const uint8_t* const* p, int64_t o, __m512i d[4]) 
     d[1] = _mm512_unpackhi_epi64(a0, a2);
     d[2] = _mm512_unpacklo_epi64(a1, a3);
     d[3] = _mm512_unpackhi_epi64(a1, a3);
+}
+
+
+/*
+ * Bytes [o, o + 16) of eight rows (p[j]: row j's bytes) as four registers, d[i] lane j = dword i of row j: the AVX2
+ * eight-rows-in-the-lanes kernels' (Q4_0, MLX affine) transpose of one block's codes. Rows m and 4 + m in one register
+ * (128-bit lane L of z[m] = row 4L + m), then a 4 × 4 dword transpose inside each 128-bit lane.
+ */
+__attribute__((target("avx2,fma,f16c"), always_inline))
+static inline void fp_codes8(const uint8_t* const* p, int64_t o, __m256i d[4]) {
+    __m256i z[4];
+    for (int m = 0; m < 4; m++) {
+        z[m] = _mm256_set_m128i(_mm_loadu_si128((const __m128i*)(p[4 + m] + o)), _mm_loadu_si128((const __m128i*)(p[m] + o)));
+    }
+    __m256i a0 = _mm256_unpacklo_epi32(z[0], z[1]), a1 = _mm256_unpackhi_epi32(z[0], z[1]);
+    __m256i a2 = _mm256_unpacklo_epi32(z[2], z[3]), a3 = _mm256_unpackhi_epi32(z[2], z[3]);
+    d[0] = _mm256_unpacklo_epi64(a0, a2);
+    d[1] = _mm256_unpackhi_epi64(a0, a2);
+    d[2] = _mm256_unpacklo_epi64(a1, a3);
+    d[3] = _mm256_unpackhi_epi64(a1, a3);
+}
+
+/*
+ * Σ over one 32-element block of sixteen rows' 4-bit codes times one token's int8 activations x, in two registers of
+ * eight int32 lanes (lo lane j = row j, hi lane j = row 8 + j), each added to start: q[0 … 3] the low nibbles of rows
+ * 0–7's code dwords 0 … 3 (meeting x bytes 0 … 15), q[4 … 7] their high nibbles (bytes 16 … 31), q[8 … 15] the same of
+ * rows 8–15, as fp_codes8 and a mask or shift leave them. vpmaddubsw of the unsigned codes by a broadcast activation
+ * dword gives per 16-bit half of a lane a sum of two products, |·| ≤ 2·15·128; the eight of a row are added in 16 bits
+ * (|Σ| ≤ 8·2·15·128 = 30720 < 2^15: exact, no saturation) and vpmaddwd by ones adds a lane's two halves into int32: the
+ * same exact sum vpdpbusd gives. Each broadcast serves both halves.
+ */
+__attribute__((target("avx2,fma,f16c"), always_inline))
+static inline void fp_dot16_u4(const __m256i* q, const int8_t* x, __m256i start, __m256i* lo, __m256i* hi) {
+    int32_t v[8];
+    memcpy(v, x, sizeof v);
+    __m256i b[8];
+    for (int i = 0; i < 8; i++) b[i] = _mm256_set1_epi32(v[i]);
+    __m256i s[4], t[4];
+    for (int i = 0; i < 4; i++) {
+        s[i] = _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_load_si256(q + i), b[i]), _mm256_maddubs_epi16(_mm256_load_si256(q + 4 + i), b[4 + i]));
+        t[i] = _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_load_si256(q + 8 + i), b[i]), _mm256_maddubs_epi16(_mm256_load_si256(q + 12 + i), b[4 + i]));
+    }
+    const __m256i ones = _mm256_set1_epi16(1);
+    *lo = _mm256_add_epi32(start, _mm256_madd_epi16(_mm256_add_epi16(_mm256_add_epi16(s[0], s[1]), _mm256_add_epi16(s[2], s[3])), ones));
+    *hi = _mm256_add_epi32(start, _mm256_madd_epi16(_mm256_add_epi16(_mm256_add_epi16(t[0], t[1]), _mm256_add_epi16(t[2], t[3])), ones));
+}
+
+/* A block's codes of eight rows (p[j]: row j's, bytes [o, o + 16)) as the eight nibble registers of one half of what
+ * fp_dot16_u4 takes: q[0 … 3] the low nibbles of dwords 0 … 3, q[4 … 7] their high nibbles. */
+__attribute__((target("avx2,fma,f16c"), always_inline))
+static inline void fp_nibbles8(const uint8_t* const* p, int64_t o, __m256i* q) {
+    const __m256i low = _mm256_set1_epi8(0x0f);
+    __m256i d[4];
+    fp_codes8(p, o, d);
+    for (int i = 0; i < 4; i++) {
+        _mm256_store_si256(q + i, _mm256_and_si256(d[i], low));
+        _mm256_store_si256(q + 4 + i, _mm256_and_si256(_mm256_srli_epi32(d[i], 4), low));
+    }
+}
+
+/* Stores the live lanes (the first `live`, 1 … 16) of lo (rows 0–7) and hi (rows 8–15) at out. */
+__attribute__((target("avx2,fma,f16c"), always_inline))
+static inline void fp_store16(float* out, __m256 lo, __m256 hi, int32_t live) {
+    if (live >= 16) {
+        _mm256_storeu_ps(out, lo);
+        _mm256_storeu_ps(out + 8, hi);
+    } else {
+        float lane[16];
+        _mm256_storeu_ps(lane, lo);
+        _mm256_storeu_ps(lane + 8, hi);
+        for (int32_t j = 0; j < live; j++) out[j] = lane[j];
+    }
 }
 
 #endif

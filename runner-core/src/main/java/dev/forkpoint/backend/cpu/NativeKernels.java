@@ -12,7 +12,9 @@ import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 
@@ -128,7 +130,29 @@ final class NativeKernels {
      */
     static Optional<NativeKernels> forChoice(KernelChoice choice) {
         KernelChoice c = resolve(choice, System.getenv());
-        return c == KernelChoice.JAVA ? Optional.empty() : forChoice(c, library(System.getenv()));
+        return c == KernelChoice.JAVA ? Optional.empty() : forChoice(c, library(System.getenv()), System.getenv());
+    }
+
+    /** The environment variable that pins the native kernels to one variant (avx512vnni, avx2, neon, c) this CPU runs. */
+    static final String VARIANT_ENV = "FORKPOINT_KERNEL_VARIANT";
+
+    /**
+     * The variant to run from {@code runnable} (best first): the best, or the one {@value #VARIANT_ENV} names (to
+     * measure or test a lesser variant on a machine that runs a better one); a name that is no variant, or one this CPU
+     * does not run, is refused naming the variable.
+     */
+    static Variant pick(List<Variant> runnable, Map<String, String> env) {
+        String v = env.get(VARIANT_ENV);
+        if (v == null || v.isBlank()) return runnable.getFirst();
+        String name = v.strip().toLowerCase(Locale.ROOT);
+        List<String> all = Arrays.stream(Variant.values()).map(x -> x.suffix).toList();
+        List<String> here = runnable.stream().map(x -> x.suffix).toList();
+        Variant wanted = Arrays.stream(Variant.values()).filter(x -> x.suffix.equals(name)).findFirst()
+                .orElseThrow(() -> new InvalidInputException("$" + VARIANT_ENV + " must be one of " + String.join(", ", all) + ", got '" + v + "'"));
+        if (!runnable.contains(wanted)) {
+            throw new InvalidInputException("$" + VARIANT_ENV + "=" + name + ": this CPU runs " + String.join(", ", here));
+        }
+        return wanted;
     }
 
     /** The environment variable that sets what {@code auto} means: java, native or auto (the default). */
@@ -151,8 +175,13 @@ final class NativeKernels {
 
     /** {@link #forChoice(KernelChoice)} given what loading the library gave: a {@link Library} or the reason there is none. */
     static Optional<NativeKernels> forChoice(KernelChoice choice, Object lib) {
+        return forChoice(choice, lib, Map.of());
+    }
+
+    /** {@link #forChoice(KernelChoice, Object)} with the variant {@link #pick}ed by {@code env}. */
+    static Optional<NativeKernels> forChoice(KernelChoice choice, Object lib, Map<String, String> env) {
         if (choice == KernelChoice.JAVA) return Optional.empty();
-        if (lib instanceof Library l) return Optional.of(new NativeKernels(l, l.runnable().getFirst()));
+        if (lib instanceof Library l) return Optional.of(new NativeKernels(l, pick(l.runnable(), env)));
         if (choice == KernelChoice.NATIVE) {
             throw new InvalidInputException("--kernels native: " + lib + "; use --kernels java or auto");
         }
@@ -172,8 +201,10 @@ final class NativeKernels {
             if (loaded == null) {
                 loaded = load(env, CacheDirectory.of(env));
                 if (loaded instanceof Library lib) {
-                    LOG.log(System.Logger.Level.INFO, "native CPU kernels: {0} (built with {1}: {2})",
-                            lib.runnable().getFirst().suffix, lib.compiler(), lib.path());
+                    String pinned = env.get(VARIANT_ENV);
+                    LOG.log(System.Logger.Level.INFO, "native CPU kernels: {0} (built with {1}: {2}){3}",
+                            lib.runnable().getFirst().suffix, lib.compiler(), lib.path(),
+                            pinned == null || pinned.isBlank() ? "" : "; $" + VARIANT_ENV + "=" + pinned.strip());
                 } else {
                     LOG.log(System.Logger.Level.INFO, "native CPU kernels not used: {0}; the Java kernels run", loaded);
                 }

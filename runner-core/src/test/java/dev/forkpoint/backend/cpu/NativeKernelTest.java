@@ -152,6 +152,19 @@ class NativeKernelTest {
     }
 
     @Test
+    void theEnvironmentPinsAVariantThisCpuRunsAndRefusesOthersNamingTheVariable() {
+        var runnable = java.util.List.of(NativeKernels.Variant.AVX512_VNNI, NativeKernels.Variant.AVX2, NativeKernels.Variant.PORTABLE);
+        assertEquals(NativeKernels.Variant.AVX512_VNNI, NativeKernels.pick(runnable, Map.of()));
+        assertEquals(NativeKernels.Variant.AVX512_VNNI, NativeKernels.pick(runnable, Map.of(NativeKernels.VARIANT_ENV, " ")));
+        assertEquals(NativeKernels.Variant.AVX2, NativeKernels.pick(runnable, Map.of(NativeKernels.VARIANT_ENV, " AVX2 ")));
+        assertEquals(NativeKernels.Variant.PORTABLE, NativeKernels.pick(runnable, Map.of(NativeKernels.VARIANT_ENV, "c")));
+        var notHere = assertThrows(InvalidInputException.class, () -> NativeKernels.pick(runnable, Map.of(NativeKernels.VARIANT_ENV, "neon")));
+        assertEquals("$FORKPOINT_KERNEL_VARIANT=neon: this CPU runs avx512vnni, avx2, c", notHere.getMessage());
+        var unknown = assertThrows(InvalidInputException.class, () -> NativeKernels.pick(runnable, Map.of(NativeKernels.VARIANT_ENV, "sse4")));
+        assertEquals("$FORKPOINT_KERNEL_VARIANT must be one of avx512vnni, avx2, neon, c, got 'sse4'", unknown.getMessage());
+    }
+
+    @Test
     void withoutACompilerTheKernelsSaySoAndTheBackendRunsJava(@TempDir Path cache) {
         Map<String, String> noCompiler = Map.of("PATH", cache.toString());   // a PATH with no cc, gcc or clang
         assertEquals(Optional.empty(), NativeBuild.compiler(noCompiler));
