@@ -37,6 +37,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * values are within 2.0 (measured 0.7–1.6: int8 activations through this model's tenfold amplification; a misread
  * module moves them by about 5), and the first greedy id is not checked: the dense model's flips on those int8
  * activations on the Java kernels too (its margin in the float model is 0.18).
+ * <p>The native-vs-Java check is strict (1e-3) on the dense model only. Both sides round the same activations to int8,
+ * but their float sums run in different orders (per variant, and Java's per vector width), so an activation that sits
+ * on a rounding tie can land on different codes: in the MoE model one sat at 73.49999 on one side and 73.5 on the other
+ * (the AVX2 8-bit kernel against the Java kernels at 256 bits), and its router and recurrent layer carried that one
+ * code to 0.515 in the logits. There the check is the dequantised-values bound below, which a misread module (about 5)
+ * still fails; the kernels' own equality with the Java kernels is tested per variant on random shapes
+ * ({@code NativeAffineKernelTest}).
  */
 class HybridMlxGreedyTest {
     @TempDir
@@ -104,7 +111,7 @@ class HybridMlxGreedyTest {
                 m, bits, agree, expected.length, vsFloat[0], vsFloat[1], vsValues[0]);
         String kernels = kernels(out);
         boolean int8Prefill = !kernels.equals("java");
-        if (int8Prefill) {
+        if (int8Prefill && m.equals("dense")) {
             double[] vsJavaDecode = maxAndRms(javaPromptLogits(out, prompt, 16), promptLogits(out, prompt));
             System.out.printf(java.util.Locale.ROOT, "HybridMlxGreedyTest %s %d-bit: kernels %s, prompt logits vs the Java kernels 16 tokens at a time: max %.2e%n",
                     m, bits, kernels, vsJavaDecode[0]);
