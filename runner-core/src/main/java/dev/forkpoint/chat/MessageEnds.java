@@ -1,0 +1,226 @@
+package dev.forkpoint.chat;
+
+import dev.forkpoint.InvalidInputException;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * Finds where a chat's messages end in its rendered prompt with two renders of the whole chat, however many ends are
+ * wanted; {@link ChatTemplate} falls back to rendering each growing prefix when this cannot vouch for the result.
+ *
+ * <p>Marks: the chat is rendered a second time with each message's content followed by a mark, one code point of the
+ * Supplementary Private Use Area-A per message ({@code U+F0000 + index}). The prompt must hold no code point of
+ * planes 15–16 (else: fallback); the marked render with its marks removed must equal the prompt exactly, each mark
+ * must occur exactly once and in message order (else: fallback — the template transformed, dropped, repeated or
+ * reordered content, e.g. {@code |trim} over trailing whitespace, or took another branch because of the mark). Then a
+ * mark's place is where that message's content ends in the prompt; it counts only where the prompt holds the message's
+ * content right before it ({@code .split('</think>')}, {@code .strip()} of leading space leave it unknown).
+ *
+ * <p>Ends: a message's end is where the next message's rendering begins: its content end plus the closing the
+ * template writes after the content of a chat's last message — learned from a render of that message alone after the
+ * one before it (the two contents replaced by their marks, no generation prompt: constant in size, not in the
+ * chat's length), and kept only where the prompt continues with exactly that closing after the content end. A message
+ * without content (an assistant turn that only calls tools) takes the previous message's content end plus what such a
+ * two-message render writes after the previous message's content. An end is left unknown (−1) where any of this
+ * fails (the template refuses the two messages, its closing depends on what follows, the ends would not ascend
+ * strictly or would pass the start of the next message's content).
+ *
+ * <p>Against rendering prefixes: both find the same end wherever the template renders a message the same way whether
+ * or not later messages follow; where it does not (Qwen3 drops an earlier assistant turn's thinking and its empty
+ * {@code <think>} block once a later user turn exists), the prefix renders find no end and this finds where the next
+ * message begins in this prompt, which later requests that keep these messages render alike.
+ */
+final class MessageEnds {
+    private MessageEnds() {}
+
+    /** Renders message maps (the template's {@code messages}) with or without the generation prompt. */
+    interface Renderer {
+        String render(List<Object> messages, boolean addGenerationPrompt);
+    }
+
+    private static final int MARK_BASE = 0xF0000;
+    /** The marks of a two-message render: its first message's content and its last one's. */
+    private static final String PREV_MARK = mark(0), OWN_MARK = mark(1);
+    /** Marks are U+F0000 + index: one per message, below U+FFFFE. */
+    static final int MAX_MESSAGES = 0xFFFE;
+
+    /**
+     * The ends (char offsets in {@code full} minus {@code offset}, −1 where unknown) of messages from {@code from} on
+     * (those before are −1), or null when the marked render cannot vouch for content ends (the caller renders
+     * prefixes instead).
+     *
+     * @param full     the chat's render (with the generation prompt when {@code addGenerationPrompt})
+     * @param offset   chars at the start of {@code full} that the prompt drops (a BOS the tokenizer adds itself)
+     * @param maps     the message maps the chat was rendered from (not changed)
+     * @param closings the template's learned closings
+     * @param context  what else the renderer's output depends on (a key of {@code closings})
+     */
+    static int[] find(List<ChatMessage> messages, List<Map<String, Object>> maps, String full, int offset, int from,
+                      boolean addGenerationPrompt, Renderer renderer, Closings closings, Object context) {
+        int n = messages.size();
+        if (n > MAX_MESSAGES || hasMarkPlane(full)) return null;
+        int first = Math.max(0, from - 1);   // the message before the first wanted one anchors an empty one
+        boolean[] marked = new boolean[n];
+        List<Object> markedMaps = new ArrayList<>(maps);
+        for (int i = first; i < n; i++) {
+            String content = messages.get(i).content();
+            if (content.isEmpty()) continue;
+            if (hasMarkPlane(content) || hasMarkPlane(messages.get(i).thinking())) return null;
+            marked[i] = true;
+            markedMaps.set(i, withContent(maps.get(i), content + mark(i)));
+        }
+        String withMarks;
+        try {
+            withMarks = renderer.render(markedMaps, addGenerationPrompt);
+        } catch (InvalidInputException e) {
+            return null;   // the marks changed what the template accepts
+        }
+        int[] at = markPlaces(withMarks, full, marked);
+        if (at == null) return null;
+
+        int[] contentEnd = new int[n];    // in full, -1 where the content is not right before its mark
+        int[] contentStart = new int[n];  // an upper bound of where the next message's rendering may end
+        for (int i = 0; i < n; i++) {
+            contentEnd[i] = -1;
+            contentStart[i] = -1;
+            if (!marked[i]) continue;
+            String content = messages.get(i).content();
+            int start = at[i] - content.length();
+            boolean ok = start >= 0 && full.startsWith(content, start);
+            contentEnd[i] = ok ? at[i] : -1;
+            contentStart[i] = ok ? start : at[i];
+        }
+
+        int[] ends = new int[n];
+        Arrays.fill(ends, -1);
+        int last = offset;   // ends found ascend strictly, after the dropped BOS
+        for (int i = from; i < n; i++) {
+            int end = (i == n - 1 && !addGenerationPrompt) ? full.length() : end(messages, maps, full, contentEnd, i, renderer, closings, context);
+            if (end < 0 || end <= last || end > nextContentStart(contentStart, i)) continue;
+            ends[i] = end - offset;
+            last = end;
+        }
+        return ends;
+    }
+
+    /** Where message i's rendering ends in full, or -1. */
+    private static int end(List<ChatMessage> messages, List<Map<String, Object>> maps, String full, int[] contentEnd,
+                           int i, Renderer renderer, Closings closings, Object context) {
+        boolean own = !messages.get(i).content().isEmpty();
+        int anchorIndex = own ? i : i - 1;
+        if (anchorIndex < 0 || contentEnd[anchorIndex] < 0) return -1;
+        List<Object> pair = new ArrayList<>(2);
+        if (i > 0) {
+            Map<String, Object> prev = maps.get(i - 1);
+            pair.add(messages.get(i - 1).content().isEmpty() ? prev : withContent(prev, PREV_MARK));
+        }
+        pair.add(own ? withContent(maps.get(i), OWN_MARK) : maps.get(i));
+        List<Object> key = List.of(pair, context);
+        Optional<String> closing = closings.get(key);
+        if (closing == null) {
+            closing = closing(pair, own ? OWN_MARK : PREV_MARK, renderer);
+            closings.put(key, closing);
+        }
+        int base = contentEnd[anchorIndex];
+        return closing.isPresent() && full.startsWith(closing.get(), base) ? base + closing.get().length() : -1;
+    }
+
+    /**
+     * What the template writes after the anchor mark when it renders {@code pair} (the last message and the one
+     * before it) without the generation prompt, or empty when it refuses them or does not write the anchor once.
+     */
+    private static Optional<String> closing(List<Object> pair, String anchor, Renderer renderer) {
+        String alone;
+        try {
+            alone = renderer.render(pair, false);
+        } catch (InvalidInputException e) {
+            return Optional.empty();   // e.g. a template that wants roles to alternate from a user turn
+        }
+        int at = alone.indexOf(anchor);
+        if (at < 0 || alone.indexOf(anchor, at + 1) >= 0) return Optional.empty();
+        String closing = alone.substring(at + anchor.length());
+        if (hasMarkPlane(closing)) return Optional.empty();   // the other mark after this one: reordered
+        return Optional.of(closing);
+    }
+
+    /**
+     * The closings learned from two-message renders, by those messages (contents replaced by marks) and the render's
+     * other inputs ({@code context}: tools, thinking mode): a conversation's messages differ in content, rarely in
+     * shape, so a template's later requests reuse them. Bounded (least recently used out), thread-safe.
+     */
+    static final class Closings {
+        private static final int CAPACITY = 64;
+        private final Map<List<Object>, Optional<String>> map = new LinkedHashMap<>(16, 0.75f, true) {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<List<Object>, Optional<String>> eldest) {
+                return size() > CAPACITY;
+            }
+        };
+
+        synchronized Optional<String> get(List<Object> key) { return map.get(key); }
+
+        synchronized void put(List<Object> key, Optional<String> closing) { map.put(key, closing); }
+    }
+
+    /** Where the first message after i with a marked content starts (its content may start later), or no bound. */
+    private static int nextContentStart(int[] contentStart, int i) {
+        for (int j = i + 1; j < contentStart.length; j++) {
+            if (contentStart[j] >= 0) return contentStart[j];
+        }
+        return Integer.MAX_VALUE;
+    }
+
+    /**
+     * For each marked message, where its mark stands in {@code withMarks} once all marks are removed; null unless the
+     * removal leaves exactly {@code full} and each marked message's mark occurs once, in message order.
+     */
+    private static int[] markPlaces(String withMarks, String full, boolean[] marked) {
+        int[] at = new int[marked.length];
+        Arrays.fill(at, -1);
+        int out = 0;      // chars of full matched so far
+        int lastMark = -1;
+        for (int p = 0; p < withMarks.length(); ) {
+            int cp = withMarks.codePointAt(p);
+            int k = cp - MARK_BASE;
+            if (k >= 0 && k < marked.length) {
+                if (!marked[k] || at[k] >= 0 || k <= lastMark) return null;
+                at[k] = out;
+                lastMark = k;
+                p += Character.charCount(cp);
+                continue;
+            }
+            if (isMarkPlaneUnit(withMarks.charAt(p))) return null;   // a stray code point of the marks' planes
+            if (out >= full.length() || full.charAt(out) != withMarks.charAt(p)) return null;
+            out++;
+            p++;
+        }
+        if (out != full.length()) return null;
+        for (int i = 0; i < marked.length; i++) if (marked[i] && at[i] < 0) return null;
+        return at;
+    }
+
+    private static Map<String, Object> withContent(Map<String, Object> message, String content) {
+        Map<String, Object> copy = new LinkedHashMap<>(message);
+        copy.put("content", content);
+        return copy;
+    }
+
+    static String mark(int index) {
+        return Character.toString(MARK_BASE + index);
+    }
+
+    /** Whether text holds any code point of planes 15–16 (a high surrogate U+DB80…U+DBFF). */
+    private static boolean hasMarkPlane(String text) {
+        for (int i = 0; i < text.length(); i++) if (isMarkPlaneUnit(text.charAt(i))) return true;
+        return false;
+    }
+
+    private static boolean isMarkPlaneUnit(char c) {
+        return c >= 0xDB80 && c <= 0xDBFF;
+    }
+}
