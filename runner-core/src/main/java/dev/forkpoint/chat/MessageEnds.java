@@ -44,8 +44,12 @@ final class MessageEnds {
     }
 
     private static final int MARK_BASE = 0xF0000;
-    /** The marks of a two-message render: its first message's content and its last one's. */
-    private static final String PREV_MARK = mark(0), OWN_MARK = mark(1);
+    /** The marks of a closing's render: its last message's content, the one before it (and mark(k) k messages before). */
+    private static final String OWN_MARK = mark(0), PREV_MARK = mark(1);
+    /** The most messages before a message that a closing's render takes when the template refuses fewer. */
+    private static final int CONTEXT = 3;
+    /** The most messages before a message that a closing's render takes to start at a user turn. */
+    private static final int USER_CONTEXT = 8;
     /** Marks are U+F0000 + index: one per message, below U+FFFFE. */
     static final int MAX_MESSAGES = 0xFFFE;
 
@@ -91,9 +95,8 @@ final class MessageEnds {
             if (!marked[i]) continue;
             String content = messages.get(i).content();
             int start = at[i] - content.length();
-            boolean ok = start >= 0 && full.startsWith(content, start);
-            contentEnd[i] = ok ? at[i] : -1;
-            contentStart[i] = ok ? start : at[i];
+            contentEnd[i] = at[i];   // where what the template made of the content ends (it may have cut its start)
+            contentStart[i] = start >= 0 && full.startsWith(content, start) ? start : at[i];
         }
 
         int[] ends = new int[n];
@@ -111,41 +114,70 @@ final class MessageEnds {
     /** Where message i's rendering ends in full, or -1. */
     private static int end(List<ChatMessage> messages, List<Map<String, Object>> maps, String full, int[] contentEnd,
                            int i, Renderer renderer, Closings closings, Object context) {
-        boolean own = !messages.get(i).content().isEmpty();
-        int anchorIndex = own ? i : i - 1;
-        if (anchorIndex < 0 || contentEnd[anchorIndex] < 0) return -1;
-        List<Object> pair = new ArrayList<>(2);
-        if (i > 0) {
-            Map<String, Object> prev = maps.get(i - 1);
-            pair.add(messages.get(i - 1).content().isEmpty() ? prev : withContent(prev, PREV_MARK));
+        // the anchor: the content end of this message, else of the last one before it with content, else the start
+        int anchorIndex = i;
+        while (anchorIndex >= 0 && messages.get(anchorIndex).content().isEmpty()) anchorIndex--;
+        if (anchorIndex >= 0 && contentEnd[anchorIndex] < 0) return -1;
+        int base = anchorIndex < 0 ? 0 : contentEnd[anchorIndex];
+        String anchor = anchorIndex < 0 ? "" : mark(i - anchorIndex);
+        // the messages from the anchor's (or the one before this one) on; where the template refuses to start there
+        // (roles that must alternate from a user turn, tools that go into the first user turn) or closes the message
+        // otherwise than the prompt does (a system message that is first), from up to CONTEXT - 1 messages earlier;
+        // last, from the user turn before those (a template can render a turn by whether a user query precedes it:
+        // Qwen3) when it is at most USER_CONTEXT messages before
+        int first = Math.max(0, Math.min(anchorIndex, i - 1));
+        int widest = Math.max(0, first - (CONTEXT - 1));
+        for (int start = first; start >= widest; start--) {
+            int end = endFrom(start, messages, maps, full, i, base, anchor, renderer, closings, context);
+            if (end >= 0) return end;
         }
-        pair.add(own ? withContent(maps.get(i), OWN_MARK) : maps.get(i));
-        List<Object> key = List.of(pair, context);
+        for (int user = widest - 1; user >= Math.max(0, first - USER_CONTEXT); user--) {
+            if ("user".equals(messages.get(user).role())) return endFrom(user, messages, maps, full, i, base, anchor, renderer, closings, context);
+        }
+        return -1;
+    }
+
+    /** Message i's end when messages start..i render after {@code base} in full as they do alone, or -1. */
+    private static int endFrom(int start, List<ChatMessage> messages, List<Map<String, Object>> maps, String full, int i,
+                               int base, String anchor, Renderer renderer, Closings closings, Object context) {
+        List<Object> window = new ArrayList<>(i + 1 - start);
+        for (int j = start; j <= i; j++) {
+            boolean empty = messages.get(j).content().isEmpty();
+            window.add(empty ? maps.get(j) : withContent(maps.get(j), mark(i - j)));
+        }
+        List<Object> key = List.of(window, context);
         Optional<String> closing = closings.get(key);
         if (closing == null) {
-            closing = closing(pair, own ? OWN_MARK : PREV_MARK, renderer);
+            closing = closing(window, anchor, renderer);
             closings.put(key, closing);
         }
-        int base = contentEnd[anchorIndex];
         return closing.isPresent() && full.startsWith(closing.get(), base) ? base + closing.get().length() : -1;
     }
 
     /**
-     * What the template writes after the anchor mark when it renders {@code pair} (the last message and the one
-     * before it) without the generation prompt, or empty when it refuses them or does not write the anchor once.
+     * What the template writes after the anchor mark when it renders {@code window} (a message and a few before it,
+     * their contents replaced by marks) without the generation prompt, or empty when it refuses them or does not
+     * write the anchor once; with no anchor (no content before), all it writes.
      */
-    private static Optional<String> closing(List<Object> pair, String anchor, Renderer renderer) {
-        String alone;
-        try {
-            alone = renderer.render(pair, false);
-        } catch (InvalidInputException e) {
-            return Optional.empty();   // e.g. a template that wants roles to alternate from a user turn
-        }
+    private static Optional<String> closing(List<Object> window, String anchor, Renderer renderer) {
+        Optional<String> rendered = render(window, renderer);
+        if (rendered.isEmpty()) return rendered;
+        String alone = rendered.get();
+        if (anchor.isEmpty()) return hasMarkPlane(alone) ? Optional.empty() : rendered;   // from the start: all of it
         int at = alone.indexOf(anchor);
         if (at < 0 || alone.indexOf(anchor, at + 1) >= 0) return Optional.empty();
         String closing = alone.substring(at + anchor.length());
         if (hasMarkPlane(closing)) return Optional.empty();   // the other mark after this one: reordered
         return Optional.of(closing);
+    }
+
+    /** The messages rendered without the generation prompt, or empty when the template refuses them. */
+    private static Optional<String> render(List<Object> messages, Renderer renderer) {
+        try {
+            return Optional.of(renderer.render(messages, false));
+        } catch (InvalidInputException e) {
+            return Optional.empty();   // e.g. a template that wants roles to alternate from a user turn
+        }
     }
 
     /**
