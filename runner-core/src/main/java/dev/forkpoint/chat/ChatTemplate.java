@@ -151,7 +151,13 @@ public final class ChatTemplate {
 
     /** Test seam: {@link #render(List, List, boolean, ThinkMode)} finding every end by rendering each prefix. */
     RenderedChat renderByPrefixes(List<ChatMessage> messages, List<ToolDefinition> tools, boolean addGenerationPrompt, ThinkMode think) {
-        return render(messages, tools, addGenerationPrompt, think, Integer.MAX_VALUE, true);
+        return renderByPrefixes(messages, tools, addGenerationPrompt, think, Integer.MAX_VALUE);
+    }
+
+    /** Test seam: {@link #render(List, List, boolean, ThinkMode, int)} finding the ends by rendering each prefix. */
+    RenderedChat renderByPrefixes(List<ChatMessage> messages, List<ToolDefinition> tools, boolean addGenerationPrompt, ThinkMode think,
+                                  int endsWanted) {
+        return render(messages, tools, addGenerationPrompt, think, endsWanted, true);
     }
 
     private RenderedChat render(List<ChatMessage> messages, List<ToolDefinition> tools, boolean addGenerationPrompt, ThinkMode think,

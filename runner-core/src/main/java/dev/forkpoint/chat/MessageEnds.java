@@ -11,29 +11,35 @@ import java.util.Optional;
 
 /**
  * Finds where a chat's messages end in its rendered prompt with two renders of the whole chat, however many ends are
- * wanted; {@link ChatTemplate} falls back to rendering each growing prefix when this cannot vouch for the result.
+ * wanted, plus renders of a few messages each that a template's later requests reuse; {@link ChatTemplate} falls back
+ * to rendering each growing prefix when the marks cannot vouch for the result.
  *
  * <p>Marks: the chat is rendered a second time with each message's content followed by a mark, one code point of the
- * Supplementary Private Use Area-A per message ({@code U+F0000 + index}). The prompt must hold no code point of
- * planes 15–16 (else: fallback); the marked render with its marks removed must equal the prompt exactly, each mark
- * must occur exactly once and in message order (else: fallback — the template transformed, dropped, repeated or
- * reordered content, e.g. {@code |trim} over trailing whitespace, or took another branch because of the mark). Then a
- * mark's place is where that message's content ends in the prompt; it counts only where the prompt holds the message's
- * content right before it ({@code .split('</think>')}, {@code .strip()} of leading space leave it unknown).
+ * Supplementary Private Use Area-A per message ({@code U+F0000 + index}). The prompt and the contents must hold no
+ * code point of planes 15–16 (else: fallback); the marked render with its marks removed must equal the prompt
+ * exactly, and each mark must occur exactly once and in message order (else: fallback — the template transformed the
+ * end of, dropped, repeated or reordered content, e.g. {@code |trim} over trailing whitespace, or took another branch
+ * because of a mark and wrote something else). Then a mark's place is where what the template made of that message's
+ * content ends in the prompt (a cut start, as {@code .strip()} or {@code .split('</think>')[-1]} make, leaves the end
+ * where it is).
  *
  * <p>Ends: a message's end is where the next message's rendering begins: its content end plus the closing the
- * template writes after the content of a chat's last message — learned from a render of that message alone after the
- * one before it (the two contents replaced by their marks, no generation prompt: constant in size, not in the
- * chat's length), and kept only where the prompt continues with exactly that closing after the content end. A message
- * without content (an assistant turn that only calls tools) takes the previous message's content end plus what such a
- * two-message render writes after the previous message's content. An end is left unknown (−1) where any of this
- * fails (the template refuses the two messages, its closing depends on what follows, the ends would not ascend
- * strictly or would pass the start of the next message's content).
+ * template writes after it when it is the chat's last message (no generation prompt), kept only where the prompt
+ * continues with exactly that closing after the content end. The closing comes from a render of the message after the
+ * one before it, their contents replaced by marks (constant in size, not in the chat's length, and the same for the
+ * next message of that shape: the template caches it, see {@link Closings}); where the template refuses those two or
+ * closes the message otherwise than the prompt does (Llama 2 wants a user turn first; Qwen3 renders a first system
+ * message into its tools header), with up to 3 messages before it, and last from the user turn before
+ * them (within 8 messages: Qwen3 renders an assistant turn by whether a user query precedes it).
+ * A message without content (an assistant turn that only calls tools) is measured the same way from the last content
+ * before it, or from the prompt's start. An end is unknown (−1) where none of this matches the prompt, or where the
+ * ends would not ascend strictly or would pass the start of the next message's content.
  *
- * <p>Against rendering prefixes: both find the same end wherever the template renders a message the same way whether
- * or not later messages follow; where it does not (Qwen3 drops an earlier assistant turn's thinking and its empty
- * {@code <think>} block once a later user turn exists), the prefix renders find no end and this finds where the next
- * message begins in this prompt, which later requests that keep these messages render alike.
+ * <p>Against rendering prefixes ({@code MessageEndsPropertyTest}): both find the same end wherever the template
+ * renders a message the same way whether or not later messages follow; where it does not (Qwen3 drops an earlier
+ * assistant turn's thinking and its empty {@code <think>} block once a later user turn exists), the prefix renders
+ * find no end, and this finds where the next message begins in this prompt, which later requests that keep these
+ * messages render alike.
  */
 final class MessageEnds {
     private MessageEnds() {}
@@ -68,7 +74,8 @@ final class MessageEnds {
                       boolean addGenerationPrompt, Renderer renderer, Closings closings, Object context) {
         int n = messages.size();
         if (n > MAX_MESSAGES || hasMarkPlane(full)) return null;
-        int first = Math.max(0, from - 1);   // the message before the first wanted one anchors an empty one
+        int first = Math.max(0, from - 1);   // the last content before the first wanted message anchors an empty one
+        while (first > 0 && messages.get(first).content().isEmpty()) first--;
         boolean[] marked = new boolean[n];
         List<Object> markedMaps = new ArrayList<>(maps);
         for (int i = first; i < n; i++) {
@@ -87,8 +94,8 @@ final class MessageEnds {
         int[] at = markPlaces(withMarks, full, marked);
         if (at == null) return null;
 
-        int[] contentEnd = new int[n];    // in full, -1 where the content is not right before its mark
-        int[] contentStart = new int[n];  // an upper bound of where the next message's rendering may end
+        int[] contentEnd = new int[n];    // in full, -1 where not marked
+        int[] contentStart = new int[n];  // where the content starts (or ends, when it was cut): the previous end's bound
         for (int i = 0; i < n; i++) {
             contentEnd[i] = -1;
             contentStart[i] = -1;
