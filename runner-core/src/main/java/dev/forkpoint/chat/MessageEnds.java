@@ -29,11 +29,13 @@ import java.util.Optional;
  * one before it, their contents replaced by marks (constant in size, not in the chat's length, and the same for the
  * next message of that shape: the template caches it, see {@link Closings}); where the template refuses those two or
  * closes the message otherwise than the prompt does (Llama 2 wants a user turn first; Qwen3 renders a first system
- * message into its tools header), with up to 3 messages before it, and last from the user turn before
- * them (within 8 messages: Qwen3 renders an assistant turn by whether a user query precedes it).
+ * message into its tools header), with up to 3 messages before it, and last with those after the last user turn before
+ * them (Qwen3 renders an assistant turn by whether a user query precedes it, however far back).
  * A message without content (an assistant turn that only calls tools) is measured the same way from the last content
- * before it, or from the prompt's start. An end is unknown (−1) where none of this matches the prompt, or where the
- * ends would not ascend strictly or would pass the start of the next message's content.
+ * before it, or from the prompt's start. An end is unknown (−1) where none of this matches the prompt (also where
+ * the template branches on content that the marks replace, as Qwen3 on a user turn that holds a {@code
+ * <tool_response>}: it may then miss an end the prefixes find), or where the ends would not ascend strictly or would
+ * pass the start of the next message's content.
  *
  * <p>Against rendering prefixes ({@code MessageEndsPropertyTest}): both find the same end wherever the template
  * renders a message the same way whether or not later messages follow; where it does not (Qwen3 drops an earlier
@@ -52,10 +54,10 @@ final class MessageEnds {
     private static final int MARK_BASE = 0xF0000;
     /** The marks of a closing's render: its last message's content, the one before it (and mark(k) k messages before). */
     private static final String OWN_MARK = mark(0), PREV_MARK = mark(1);
+    /** The mark of a user turn that a closing's render puts first, however far back it is: U+FFFFD. */
+    private static final String LEAD_MARK = mark(0xFFFD);
     /** The most messages before a message that a closing's render takes when the template refuses fewer. */
     private static final int CONTEXT = 3;
-    /** The most messages before a message that a closing's render takes to start at a user turn. */
-    private static final int USER_CONTEXT = 8;
     /** Marks are U+F0000 + index: one per message, below U+FFFFE. */
     static final int MAX_MESSAGES = 0xFFFE;
 
@@ -130,27 +132,33 @@ final class MessageEnds {
         // the messages from the anchor's (or the one before this one) on; where the template refuses to start there
         // (roles that must alternate from a user turn, tools that go into the first user turn) or closes the message
         // otherwise than the prompt does (a system message that is first), from up to CONTEXT - 1 messages earlier;
-        // last, from the user turn before those (a template can render a turn by whether a user query precedes it:
-        // Qwen3) when it is at most USER_CONTEXT messages before
+        // last, those after the last user turn before them (a template can render a turn by whether a user query
+        // precedes it: Qwen3)
         int first = Math.max(0, Math.min(anchorIndex, i - 1));
         int widest = Math.max(0, first - (CONTEXT - 1));
         for (int start = first; start >= widest; start--) {
-            int end = endFrom(start, messages, maps, full, i, base, anchor, renderer, closings, context);
+            int end = endFrom(-1, start, messages, maps, full, i, base, anchor, renderer, closings, context);
             if (end >= 0) return end;
         }
-        for (int user = widest - 1; user >= Math.max(0, first - USER_CONTEXT); user--) {
-            if ("user".equals(messages.get(user).role())) return endFrom(user, messages, maps, full, i, base, anchor, renderer, closings, context);
+        int user = widest - 1;
+        while (user >= 0 && !"user".equals(messages.get(user).role())) user--;
+        for (int start = first; user >= 0 && start >= widest; start--) {
+            int end = endFrom(user, start, messages, maps, full, i, base, anchor, renderer, closings, context);
+            if (end >= 0) return end;
         }
         return -1;
     }
 
-    /** Message i's end when messages start..i render after {@code base} in full as they do alone, or -1. */
-    private static int endFrom(int start, List<ChatMessage> messages, List<Map<String, Object>> maps, String full, int i,
-                               int base, String anchor, Renderer renderer, Closings closings, Object context) {
-        List<Object> window = new ArrayList<>(i + 1 - start);
-        for (int j = start; j <= i; j++) {
+    /**
+     * Message i's end when messages start..i (after message {@code lead}, unless −1) render after {@code base} in full
+     * as they do in that window, or -1.
+     */
+    private static int endFrom(int lead, int start, List<ChatMessage> messages, List<Map<String, Object>> maps, String full,
+                               int i, int base, String anchor, Renderer renderer, Closings closings, Object context) {
+        List<Object> window = new ArrayList<>(i + 2 - start);
+        for (int j = lead < 0 ? start : lead; j <= i; j = j == lead ? start : j + 1) {
             boolean empty = messages.get(j).content().isEmpty();
-            window.add(empty ? maps.get(j) : withContent(maps.get(j), mark(i - j)));
+            window.add(empty ? maps.get(j) : withContent(maps.get(j), j == lead ? LEAD_MARK : mark(i - j)));
         }
         List<Object> key = List.of(window, context);
         Optional<String> closing = closings.get(key);
