@@ -139,8 +139,8 @@ public final class ChatTemplate {
     /**
      * {@link #render(List, List, boolean, ThinkMode)} finding the ends of the last {@code endsWanted} messages only
      * (the others are −1): a Jinja template renders the whole chat once, and when any end is wanted once more with
-     * marks (plus a render of one or two messages per end; once per end wanted, each of the growing prefix, for a
-     * template the marks cannot vouch for), so a caller that uses no message ends
+     * marks, plus a render of a few messages per shape of message not met before (for a template the marks cannot
+     * vouch for: once more per end wanted, each growing prefix), so a caller that uses no message ends
      * ({@link dev.forkpoint.engine.LoadedModel#forkPointsUsed()} 0: an attention-only model) renders the chat exactly
      * once.
      */

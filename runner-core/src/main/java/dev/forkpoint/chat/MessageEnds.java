@@ -58,8 +58,8 @@ final class MessageEnds {
     private static final String LEAD_MARK = mark(0xFFFD);
     /** The most messages before a message that a closing's render takes when the template refuses fewer. */
     private static final int CONTEXT = 3;
-    /** Marks are U+F0000 + index: one per message, below U+FFFFE. */
-    static final int MAX_MESSAGES = 0xFFFE;
+    /** Marks are U+F0000 + index: one per message, below LEAD_MARK. */
+    static final int MAX_MESSAGES = 0xFFFD;
 
     /**
      * The ends (char offsets in {@code full} minus {@code offset}, −1 where unknown) of messages from {@code from} on
@@ -196,7 +196,7 @@ final class MessageEnds {
     }
 
     /**
-     * The closings learned from two-message renders, by those messages (contents replaced by marks) and the render's
+     * The closings learned from renders of a few messages, by those messages (contents replaced by marks) and the render's
      * other inputs ({@code context}: tools, thinking mode): a conversation's messages differ in content, rarely in
      * shape, so a template's later requests reuse them. Bounded (least recently used out), thread-safe.
      */
