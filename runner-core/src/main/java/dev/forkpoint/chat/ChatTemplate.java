@@ -154,8 +154,12 @@ public final class ChatTemplate {
         return renderByPrefixes(messages, tools, addGenerationPrompt, think, Integer.MAX_VALUE);
     }
 
-    /** Test seam: {@link #render(List, List, boolean, ThinkMode, int)} finding the ends by rendering each prefix. */
-    RenderedChat renderByPrefixes(List<ChatMessage> messages, List<ToolDefinition> tools, boolean addGenerationPrompt, ThinkMode think,
+    /**
+     * {@link #render(List, List, boolean, ThinkMode, int)} the exhaustive way, the reference of tests and benchmarks:
+     * each wanted end by a render of the growing prefix of the messages (without generation prompt), an end where it
+     * is a prefix of the whole prompt.
+     */
+    public RenderedChat renderByPrefixes(List<ChatMessage> messages, List<ToolDefinition> tools, boolean addGenerationPrompt, ThinkMode think,
                                   int endsWanted) {
         return render(messages, tools, addGenerationPrompt, think, endsWanted, true);
     }
