@@ -9,7 +9,6 @@ import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
 import net.jqwik.api.lifecycle.AfterContainer;
-import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -28,15 +27,17 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Message ends found with marks ({@link MessageEnds}: the chat rendered twice, plus two-message renders) against the
- * exhaustive way, one render per growing prefix ({@link ChatTemplate#renderByPrefixes}), over random conversations
- * (roles in any order, contents with surrounding whitespace, think tags, tool-response tags, non-BMP text, empty
- * assistant turns that call tools, thinking sent back, tools offered or not, each thinking mode, with and without
- * the generation prompt) on the public templates under test resources and Qwen2's from ../shared: the prompt is the
- * same, every end the prefixes find is found at the same offset, and an end found only with marks (a template that
- * renders a message differently once later messages exist) is where the chat continues as the conversation that goes
- * on after the message renders it, after the message's content and exactly what the chat ending with that message
- * writes after it. Templates that transform, repeat or drop content fall back to the prefixes.
+ * Message ends found with marks ({@link MessageEnds}: the chat rendered twice, plus renders of a few messages) against
+ * the exhaustive way, one render per growing prefix ({@link ChatTemplate#renderByPrefixes}), over random conversations
+ * (user/assistant dialogs; tool-calling agent loops; roles in any order) with contents that have surrounding
+ * whitespace, think tags, tool-response tags, special-token text or non-BMP text, empty assistant turns that call
+ * tools, thinking sent back, tools offered or not, each thinking mode, with and without the generation prompt, on the
+ * public templates under test resources and Qwen2's from ../shared. The prompt is the same; every end the prefixes
+ * find is found at the same offset (with roles in any order, rarely not at all, never elsewhere); an end found only
+ * with marks (the template renders a message differently once later messages exist) holds: the prompt up to it stays
+ * when the later messages' contents change, and it ends with the message's content as the template writes it and
+ * exactly what the chat ending with that message writes after it. Templates that transform content's end, repeat,
+ * drop or reorder it fall back to the prefixes ({@code MessageEndsTest}).
  */
 class MessageEndsPropertyTest {
     private static final Map<String, ChatTemplate> TEMPLATES = templates();
@@ -142,26 +143,26 @@ class MessageEndsPropertyTest {
     }
 
     /** Agent loops: every end the prefixes find is found, at the same offset. */
-    @Property(tries = 200)
+    @Property(tries = 120)
     void agentLoopsEndsAreThoseOfThePrefixes(@ForAll("agents") Chat chat) {
         for (var t : TEMPLATES.entrySet()) check(t.getKey(), t.getValue(), chat, false);
     }
 
     /** Any roles in any order: an end the prefixes find is found at the same offset or (rarely) not at all. */
-    @Property(tries = 300)
+    @Property(tries = 250)
     void anyChatsEndsAreThoseOfThePrefixes(@ForAll("chats") Chat chat) {
         for (var t : TEMPLATES.entrySet()) check(t.getKey(), t.getValue(), chat, true);
     }
 
     /** The usual shape: every end the prefixes find is found, at the same offset. */
-    @Property(tries = 300)
+    @Property(tries = 200)
     void dialogsEndsAreThoseOfThePrefixes(@ForAll("dialogs") Chat chat) {
         for (var t : TEMPLATES.entrySet()) check(t.getKey(), t.getValue(), chat, false);
     }
 
     @AfterContainer
     static void someEndsWereCompared() {
-        // over 600 chats on six or seven templates, most prefix ends must have been met (and found) for this to prove anything
+        // over 570 chats on six or seven templates, many prefix ends must have been met (and found) for this to prove anything
         assertTrue(SAME.get() > 2000, "ends compared: " + SAME.get());
         System.out.println("message ends: " + SAME.get() + " as the prefixes, " + ONLY_MARKS.get() + " only with marks, "
                 + LOST.get() + " only with prefixes");
