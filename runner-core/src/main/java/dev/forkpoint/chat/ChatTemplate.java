@@ -160,7 +160,7 @@ public final class ChatTemplate {
      * is a prefix of the whole prompt.
      */
     public RenderedChat renderByPrefixes(List<ChatMessage> messages, List<ToolDefinition> tools, boolean addGenerationPrompt, ThinkMode think,
-                                  int endsWanted) {
+                                         int endsWanted) {
         return render(messages, tools, addGenerationPrompt, think, endsWanted, true);
     }
 
@@ -177,7 +177,7 @@ public final class ChatTemplate {
         for (ToolDefinition t : tools) toolMaps.add(toolMap(t));
 
         ThinkMode mode = think;
-        List<Object> all = List.copyOf(messageMaps);
+        List<Object> all = new ArrayList<>(messageMaps);   // a list the template may change, as before
         String full = renderJinja(all, toolMaps, addGenerationPrompt, mode);
         String prompt = stripBos(full);
         int offset = full.length() - prompt.length();
