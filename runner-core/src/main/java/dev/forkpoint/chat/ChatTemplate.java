@@ -33,7 +33,8 @@ import java.util.Set;
  *
  * <p>Plain format (models without a template): the messages' contents joined by a blank line, roles unmarked.
  *
- * <p>Immutable and thread-safe; the Jinja source is parsed once.
+ * <p>Immutable and thread-safe (but for a small cache of what the template writes after a message, see
+ * {@link MessageEnds}); the Jinja source is parsed once.
  */
 public final class ChatTemplate {
     private static final Set<String> PLAIN_ROLES = Set.of("system", "user", "assistant", "tool");
@@ -46,6 +47,7 @@ public final class ChatTemplate {
     private final ToolCallFormat toolCallFormat;
     private final boolean thinking;
     private final OllamaTemplate ollama;   // a store model's TEMPLATE layer, or null
+    private final MessageEnds.Closings closings = new MessageEnds.Closings();
 
     private ChatTemplate(String source, Tokenizer tokenizer, JinjaTemplate jinja) {
         this(source, tokenizer, jinja, null);
@@ -117,9 +119,13 @@ public final class ChatTemplate {
      * the assistant's reply begins. A role the template refuses, an empty message list or a template error
      * ({@code raise_exception}) throws {@link InvalidInputException} naming the message or the template's message.
      *
-     * <p>{@link RenderedChat#messageEnds()} come from rendering growing prefixes of the messages (without generation
-     * prompt): where a prefix's rendering is not a prefix of the whole prompt (templates that render a message
-     * differently once later ones exist), that message's end is -1.
+     * <p>{@link RenderedChat#messageEnds()}: where the next message's rendering begins (after the message's closing,
+     * e.g. Qwen's {@code <|im_end|>\n}), −1 where that is not known. A Jinja template finds them with a second render of
+     * the whole chat whose contents are followed by marks, plus a constant-size render per end ({@link MessageEnds});
+     * a template that transforms, drops, repeats or reorders the marked content gets the exhaustive way instead: one
+     * render of each growing prefix of the messages (without generation prompt), an end where that rendering is a
+     * prefix of the whole prompt. Both find the same ends where a template renders a message alike whether or not
+     * later ones follow; where it does not (Qwen3's earlier assistant turns), the prefixes find none.
      */
     public RenderedChat render(List<ChatMessage> messages, List<ToolDefinition> tools, boolean addGenerationPrompt) {
         return render(messages, tools, addGenerationPrompt, ThinkMode.DEFAULT);
@@ -132,34 +138,75 @@ public final class ChatTemplate {
 
     /**
      * {@link #render(List, List, boolean, ThinkMode)} finding the ends of the last {@code endsWanted} messages only
-     * (the others are −1): a Jinja template renders the whole chat once plus once per end wanted, so a caller that
-     * uses no message ends ({@link dev.forkpoint.engine.LoadedModel#forkPointsUsed()} 0: an attention-only model)
-     * renders the chat exactly once.
+     * (the others are −1): a Jinja template renders the whole chat once, and when any end is wanted once more with
+     * marks, plus a render of a few messages per shape of message not met before (for a template the marks cannot
+     * vouch for: once more per end wanted, each growing prefix), so a caller that uses no message ends
+     * ({@link dev.forkpoint.engine.LoadedModel#forkPointsUsed()} 0: an attention-only model) renders the chat exactly
+     * once.
      */
     public RenderedChat render(List<ChatMessage> messages, List<ToolDefinition> tools, boolean addGenerationPrompt, ThinkMode think,
                                int endsWanted) {
+        return render(messages, tools, addGenerationPrompt, think, endsWanted, false);
+    }
+
+    /** Test seam: {@link #render(List, List, boolean, ThinkMode)} finding every end by rendering each prefix. */
+    RenderedChat renderByPrefixes(List<ChatMessage> messages, List<ToolDefinition> tools, boolean addGenerationPrompt, ThinkMode think) {
+        return renderByPrefixes(messages, tools, addGenerationPrompt, think, Integer.MAX_VALUE);
+    }
+
+    /**
+     * {@link #render(List, List, boolean, ThinkMode, int)} the exhaustive way, the reference of tests and benchmarks:
+     * each wanted end by a render of the growing prefix of the messages (without generation prompt), an end where it
+     * is a prefix of the whole prompt.
+     */
+    public RenderedChat renderByPrefixes(List<ChatMessage> messages, List<ToolDefinition> tools, boolean addGenerationPrompt, ThinkMode think,
+                                         int endsWanted) {
+        return render(messages, tools, addGenerationPrompt, think, endsWanted, true);
+    }
+
+    private RenderedChat render(List<ChatMessage> messages, List<ToolDefinition> tools, boolean addGenerationPrompt, ThinkMode think,
+                                int endsWanted, boolean byPrefixes) {
         if (think == null) think = ThinkMode.DEFAULT;
         if (messages.isEmpty()) throw new InvalidInputException("messages must not be empty");
         if (tools == null) tools = List.of();
         if (ollama != null) return ollama.renderChat(messages);
         if (jinja == null) return renderPlain(messages);
-        List<Object> messageMaps = new ArrayList<>(messages.size());
+        List<Map<String, Object>> messageMaps = new ArrayList<>(messages.size());
         for (ChatMessage m : messages) messageMaps.add(messageMap(m));
         List<Object> toolMaps = new ArrayList<>(tools.size());
         for (ToolDefinition t : tools) toolMaps.add(toolMap(t));
 
-        String full = renderJinja(messageMaps, toolMaps, addGenerationPrompt, think);
+        ThinkMode mode = think;
+        List<Object> all = new ArrayList<>(messageMaps);   // a list the template may change, as before
+        String full = renderJinja(all, toolMaps, addGenerationPrompt, mode);
         String prompt = stripBos(full);
         int offset = full.length() - prompt.length();
-        int[] ends = new int[messages.size()];
+        int from = (int) Math.max(0, messages.size() - (long) Math.max(0, endsWanted));
+        int[] ends = null;
+        if (from < messages.size() && !byPrefixes) {
+            ends = MessageEnds.find(messages, messageMaps, full, offset, from, addGenerationPrompt,
+                    (maps, generation) -> renderJinja(maps, toolMaps, generation, mode), closings, List.of(toolMaps, mode));
+        }
+        if (ends == null) ends = prefixEnds(all, toolMaps, full, offset, from, addGenerationPrompt, mode);
+        return new RenderedChat(prompt, ends);
+    }
+
+    /**
+     * The ends of messages from {@code from} on found by rendering each growing prefix of the messages (without
+     * generation prompt) and keeping those that are a prefix of {@code full}: one render per end.
+     */
+    private int[] prefixEnds(List<Object> messageMaps, List<Object> toolMaps, String full, int offset, int from,
+                     boolean addGenerationPrompt, ThinkMode think) {
+        int n = messageMaps.size();
+        int[] ends = new int[n];
         int lastEnd = 0;   // the last end that is not -1: ends that are set ascend strictly
-        for (int i = 0; i < messages.size(); i++) {
-            if (i < messages.size() - (long) endsWanted) {   // not wanted: not rendered
+        for (int i = 0; i < n; i++) {
+            if (i < from) {   // not wanted: not rendered
                 ends[i] = -1;
                 continue;
             }
             String part;
-            if (i == messages.size() - 1 && !addGenerationPrompt) {
+            if (i == n - 1 && !addGenerationPrompt) {
                 part = full;
             } else {
                 try {
@@ -172,7 +219,7 @@ public final class ChatTemplate {
             ends[i] = ok ? part.length() - offset : -1;
             if (ok) lastEnd = ends[i];
         }
-        return new RenderedChat(prompt, ends);
+        return ends;
     }
 
     private String renderJinja(List<Object> messages, List<Object> tools, boolean addGenerationPrompt, ThinkMode think) {
@@ -197,7 +244,7 @@ public final class ChatTemplate {
         return text;
     }
 
-    private static Map<String, Object> messageMap(ChatMessage m) {
+    static Map<String, Object> messageMap(ChatMessage m) {
         Map<String, Object> map = new LinkedHashMap<>();
         map.put("role", m.role());
         map.put("content", m.content());

@@ -454,7 +454,8 @@ public final class LoadedModel implements AutoCloseable {
      * How many of a prompt's deepest message boundaries ({@link GenerationRequest#messageBoundaries()}) a generation on
      * this model can use: a hybrid model captures checkpoints at up to {@link Generation#MAX_CAPTURES} offsets, the
      * deepest ones, so older boundaries are never used; an attention-only model's KV resumes anywhere and uses none (0).
-     * Callers need not find more (rendering a chat finds each message end by rendering again).
+     * Callers need not find more (a chat finds its ends with a second render and a few-message render per shape of message not met before, or a
+     * render per end where its template defeats the marks: see {@code dev.forkpoint.chat.MessageEnds}).
      */
     public int forkPointsUsed() {
         return recurrent == null ? 0 : Generation.MAX_CAPTURES;

@@ -123,10 +123,16 @@ class ChatTokensTest {
         ChatTemplate template = ChatTemplate.of(Templates.resource("qwen2_5.jinja"), counting);
         List<ChatMessage> dialog = DIALOGS.get(2);
         RenderedChat all = template.render(dialog, List.of(), true, ThinkMode.DEFAULT);
-        assertEquals(1 + dialog.size(), renders[0], "the chat, then each message prefix");
+        // the chat, the chat with marks, then two messages for each (previous, own) shape not met before: user after
+        // nothing, assistant after user, user after assistant
+        assertEquals(2 + 3, renders[0], "the chat, with marks, and one two-message render per shape");
+        assertArrayEquals(template.renderByPrefixes(dialog, List.of(), true, ThinkMode.DEFAULT).messageEnds(), all.messageEnds());
+        renders[0] = 0;
+        assertArrayEquals(all.messageEnds(), template.render(dialog, List.of(), true, ThinkMode.DEFAULT).messageEnds());
+        assertEquals(2, renders[0], "again: the chat and the chat with marks, however many messages");
         renders[0] = 0;
         RenderedChat two = template.render(dialog, List.of(), true, ThinkMode.DEFAULT, 2);
-        assertEquals(1 + 2, renders[0]);
+        assertEquals(2, renders[0]);
         assertEquals(all.prompt(), two.prompt());
         int n = dialog.size();
         int[] want = new int[n];
