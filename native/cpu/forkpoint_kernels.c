@@ -334,6 +334,9 @@ static inline void q4_0_rows_vnni(const uint8_t* w, int32_t blocks, int32_t rows
  * by its broadcast activation dwords, starting from −8·Σx of its block (so the int32 is Σ (q − 8)·x, exact), and one
  * multiply-add (d_w·d_x) into its accumulator, in block order. Σx per token and block is formed once per call in
  * q4_0_neg_sums. While a tile is read, the next tile's codes are prefetched into L2 as one sequential stream.
+ * The scales come four blocks at a time from one 64-byte load per row (q4_0_scales16x4: a few permutes, no gather;
+ * the gather, 16 loads of its own that nothing amortises at one token, was a quarter of a decode's kernel time);
+ * the last blocks % 4 blocks of a row take the gather. Both give the same sixteen f16 values, so the same bits.
  */
 #define FP_Q4_0_SUMS 8192   /* int32 of −8·Σx on the stack: tokens per pass = FP_Q4_0_SUMS / blocks */
 
@@ -349,6 +352,40 @@ static void q4_0_neg_sums(const int8_t* xq, int32_t blocks, int32_t n, int32_t* 
         int32_t sum = (int32_t)(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1)) - 32 * 128;
         s[i] = -8 * sum;
     }
+}
+
+/* Dwords 0, 4, 9, 13 of two 64-byte rows: each holds one of four consecutive blocks' f16 scale (bytes 0, 18, 36, 54). */
+static const int32_t FP_Q4_0_SCALE_DWORDS[16] = {0, 4, 9, 13, 16, 20, 25, 29};
+/* The even words of one register, then the odd words of another: the scales of two blocks, sixteen rows each. */
+static const int16_t FP_Q4_0_SCALE_WORDS[32] = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30,
+                                                33, 35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 63};
+
+/*
+ * The f16 scales of blocks at byte offset o … o + 71 (four blocks) of sixteen rows (p[j]: row j), as floats: dw[i]
+ * lane j = row j's scale of block i. One 64-byte load per row (blocks i start at bytes 18·i: scales in dwords 0 and 9
+ * (low halves) and 4 and 13 (high halves)), the four dwords of rows m, 4 + m, 8 + m, 12 + m picked into z[m] (128-bit
+ * lane L = row 4L + m), the in-lane 4 × 4 dword transpose of fp_codes16, then the halves picked into words.
+ */
+__attribute__((target(FP_VNNI), always_inline))
+static inline void q4_0_scales16x4(const uint8_t* const* p, int64_t o, __m512 dw[4]) {
+    const __m512i pick = _mm512_loadu_si512((const void*)FP_Q4_0_SCALE_DWORDS);
+    __m512i z[4];
+    for (int m = 0; m < 4; m++) {
+        __m512i a = _mm512_permutex2var_epi32(_mm512_loadu_si512((const void*)(p[m] + o)), pick,
+                                              _mm512_loadu_si512((const void*)(p[4 + m] + o)));
+        __m512i b = _mm512_permutex2var_epi32(_mm512_loadu_si512((const void*)(p[8 + m] + o)), pick,
+                                              _mm512_loadu_si512((const void*)(p[12 + m] + o)));
+        z[m] = _mm512_inserti64x4(a, _mm512_castsi512_si256(b), 1);
+    }
+    __m512i a0 = _mm512_unpacklo_epi32(z[0], z[1]), a1 = _mm512_unpackhi_epi32(z[0], z[1]);
+    __m512i a2 = _mm512_unpacklo_epi32(z[2], z[3]), a3 = _mm512_unpackhi_epi32(z[2], z[3]);
+    const __m512i words = _mm512_loadu_si512((const void*)FP_Q4_0_SCALE_WORDS);
+    __m512i f01 = _mm512_permutex2var_epi16(_mm512_unpacklo_epi64(a0, a2), words, _mm512_unpackhi_epi64(a0, a2));
+    __m512i f23 = _mm512_permutex2var_epi16(_mm512_unpacklo_epi64(a1, a3), words, _mm512_unpackhi_epi64(a1, a3));
+    dw[0] = _mm512_cvtph_ps(_mm512_castsi512_si256(f01));
+    dw[1] = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(f01, 1));
+    dw[2] = _mm512_cvtph_ps(_mm512_castsi512_si256(f23));
+    dw[3] = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(f23, 1));
 }
 
 __attribute__((target(FP_VNNI), always_inline))
@@ -369,6 +406,8 @@ static inline void q4_0_rows16_vnni(const uint8_t* w, int32_t blocks, int32_t ro
         __m512 acc[FP_MAX_TOKENS];
 #pragma GCC unroll 16
         for (int32_t t = 0; t < n; t++) acc[t] = _mm512_setzero_ps();
+        const int32_t whole = blocks & ~3;   /* blocks whose scales come four at a time */
+        __m512 four[4];
         for (int32_t k = 0; k < blocks; k++) {
             const int64_t o = (int64_t)k * 18;
             if (r0 + 16 < rows) {   /* the next tile (16 contiguous rows) as one stream, 16 blocks' bytes per block */
@@ -381,8 +420,14 @@ static inline void q4_0_rows16_vnni(const uint8_t* w, int32_t blocks, int32_t ro
                 q[i] = _mm512_and_si512(d[i], low);
                 q[4 + i] = _mm512_and_si512(_mm512_srli_epi32(d[i], 4), low);
             }
-            const __m512i raw = _mm512_i32gather_epi32(at, (const void*)(code[0] + o), 1);
-            const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(raw));   /* lane j: row j's scale of block k */
+            if ((k & 3) == 0 && k < whole) q4_0_scales16x4(code, o, four);
+            __m512 dw;   /* lane j: row j's scale of block k */
+            if (k < whole) {
+                dw = four[k & 3];
+            } else {
+                const __m512i raw = _mm512_i32gather_epi32(at, (const void*)(code[0] + o), 1);
+                dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(raw));
+            }
 #pragma GCC unroll 16
             for (int32_t t = 0; t < n; t++) {
                 const int8_t* x = xq + ((int64_t)t * blocks + k) * 32;
