@@ -439,10 +439,7 @@ static inline void affine_rows_vnni(const int bits, const int32_t kind, const ui
                     const __m512i xhi = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i*)(x + 16)));
                     __m512i e[4];
                     for (int m = 0; m < 4; m++) {
-                        __m512i z = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i*)p[m]));
-                        z = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i*)(p[m] + rb4)), 1);
-                        z = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i*)(p[m] + rb8)), 2);
-                        z = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i*)(p[m] + rb12)), 3);
+                        const __m512i z = fp_rows4(p[m], rb4, rb8, rb12);
                         e[m] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, _mm512_and_si512(z, low), xlo),
                                                    _mm512_and_si512(_mm512_srli_epi32(z, 4), low), xhi);
                     }

@@ -492,10 +492,7 @@ static int32_t q4_0_tiles16_one_token_vnni(const uint8_t* w, int32_t blocks, int
             const __m512i xhi = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i*)(x + 16)));
             __m512i e[4];
             for (int m = 0; m < 4; m++) {
-                __m512i z = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i*)(p[m] + 2)));
-                z = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i*)(p[m] + rb4 + 2)), 1);
-                z = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i*)(p[m] + rb8 + 2)), 2);
-                z = _mm512_inserti32x4(z, _mm_loadu_si128((const __m128i*)(p[m] + rb12 + 2)), 3);
+                const __m512i z = fp_rows4(p[m] + 2, rb4, rb8, rb12);
                 e[m] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(z, low), xlo),
                                            _mm512_and_si512(_mm512_srli_epi32(z, 4), low), xhi);
             }
