@@ -501,6 +501,12 @@ static inline void affine_transpose16(__m512 r[16]) {
  * dwords 0–3 then their high nibbles, meeting the activations' nibble order; 8 bits the codes as they are) with the
  * token's activation dwords broadcast; exact in int32, no correction. While a tile is read, the next tile's codes
  * are prefetched into L2 as one sequential stream, and its scales and biases per sixteen groups.
+ * One token at 4 bits, in a whole tile: the same integers and multiply-adds without the code transpose, which nothing
+ * amortises at one token: each row's 16 code bytes stay in a 128-bit lane (lane L of register m = row 4L + m, as
+ * fp_codes16 loads them), meet the activation bytes 0–15 (low nibbles) and 16–31 (high nibbles) broadcast to every
+ * lane, and each lane's four partial dwords are summed into lane 4L + m by two unpack-and-add steps (exact, so the
+ * same S_k); the rows are addressed from the tile's start and strides of 1–3, 4, 8 and 12 rows (sixteen pointers
+ * spill, and every code load then waits on a reload of its pointer).
  */
 __attribute__((target(FP_VNNI), always_inline))
 static inline void affine_rows_vnni(const int bits, const int32_t kind, const uint8_t* w, const uint8_t* scales,
@@ -511,6 +517,7 @@ static inline void affine_rows_vnni(const int bits, const int32_t kind, const ui
     const int32_t groups = blocks >> gs;
     const int64_t block_bytes = bits == 4 ? 16 : 32, value_bytes = affine_value_bytes(kind);
     const int64_t row_bytes = (int64_t)blocks * block_bytes, group_bytes = (int64_t)groups * value_bytes;
+    const int64_t rb4 = 4 * row_bytes, rb8 = 8 * row_bytes, rb12 = 12 * row_bytes;
     for (int32_t r0 = 0; r0 < rows; r0 += 16) {
         const uint8_t* code[16];
         const uint8_t* sc[16];
@@ -522,6 +529,8 @@ static inline void affine_rows_vnni(const int bits, const int32_t kind, const ui
             bi[j] = biases + r * group_bytes;
         }
         const __mmask16 live = rows - r0 >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (rows - r0)) - 1);
+        const int whole_tile = rows - r0 >= 16;
+        const uint8_t* tile = w + (int64_t)r0 * row_bytes;   /* a whole tile's rows: tile + j·row_bytes */
         __m512 acc[FP_MAX_TOKENS];
 #pragma GCC unroll 16
         for (int32_t t = 0; t < n; t++) acc[t] = _mm512_setzero_ps();
@@ -552,6 +561,24 @@ static inline void affine_rows_vnni(const int bits, const int32_t kind, const ui
                     const uint8_t* ahead = w + (int64_t)(r0 + 16) * row_bytes + o * 16;
                     for (int64_t l = 0; l < block_bytes * 16; l += 64) __builtin_prefetch(ahead + l, 0, 2);
                 }
+                const __m512 sk = s[(k >> gs) - g0];
+                if (bits == 4 && n == 1 && whole_tile) {   /* one token: no code transpose (see above) */
+                    const uint8_t* p[4] = {tile + o, tile + row_bytes + o, tile + 2 * row_bytes + o, tile + 3 * row_bytes + o};
+                    const int8_t* x = xq + (int64_t)k * 32;
+                    const __m512i xlo = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i*)x));
+                    const __m512i xhi = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i*)(x + 16)));
+                    __m512i e[4];
+                    for (int m = 0; m < 4; m++) {
+                        const __m512i z = fp_rows4(p[m], rb4, rb8, rb12);
+                        e[m] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, _mm512_and_si512(z, low), xlo),
+                                                   _mm512_and_si512(_mm512_srli_epi32(z, 4), low), xhi);
+                    }
+                    const __m512i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(e[0], e[1]), _mm512_unpackhi_epi32(e[0], e[1]));
+                    const __m512i s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(e[2], e[3]), _mm512_unpackhi_epi32(e[2], e[3]));
+                    const __m512i dot = _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23));
+                    acc[0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(sk, _mm512_set1_ps(xd[k])), acc[0]);
+                    continue;
+                }
                 __m512i q[8];
                 if (bits == 4) {
                     __m512i d[4];
@@ -564,7 +591,6 @@ static inline void affine_rows_vnni(const int bits, const int32_t kind, const ui
                     fp_codes16(code, o, q);
                     fp_codes16(code, o + 16, q + 4);
                 }
-                const __m512 sk = s[(k >> gs) - g0];
 #pragma GCC unroll 16
                 for (int32_t t = 0; t < n; t++) {
                     const int8_t* x = xq + ((int64_t)t * blocks + k) * 32;

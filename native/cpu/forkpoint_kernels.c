@@ -444,7 +444,44 @@ static inline void q4_0_rows_vnni(const uint8_t* w, int32_t blocks, int32_t rows
  * by its broadcast activation dwords, starting from −8·Σx of its block (so the int32 is Σ (q − 8)·x, exact), and one
  * multiply-add (d_w·d_x) into its accumulator, in block order. Σx per token and block is formed once per call in
  * q4_0_neg_sums. While a tile is read, the next tile's codes are prefetched into L2 as one sequential stream.
+ * The scales come four blocks at a time from one 64-byte load per row (q4_0_scales16x4: a few permutes, no gather;
+ * the gather, 16 loads of its own that nothing amortises at one token, was a quarter of a decode's kernel time);
+ * the last blocks % 4 blocks of a row take the gather. Both give the same sixteen f16 values, so the same bits.
  */
+/* Dwords 0, 4, 9, 13 of two 64-byte rows: each holds one of four consecutive blocks' f16 scale (bytes 0, 18, 36, 54). */
+static const int32_t FP_Q4_0_SCALE_DWORDS[16] = {0, 4, 9, 13, 16, 20, 25, 29};
+/* The even words of one register, then the odd words of another: the scales of two blocks, sixteen rows each. */
+static const int16_t FP_Q4_0_SCALE_WORDS[32] = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30,
+                                                33, 35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 63};
+
+/*
+ * The f16 scales of blocks at byte offset o … o + 71 (four blocks) of sixteen rows (p[j]: row j), as floats: dw[i]
+ * lane j = row j's scale of block i. One 64-byte load per row (blocks i start at bytes 18·i: scales in dwords 0 and 9
+ * (low halves) and 4 and 13 (high halves)), the four dwords of rows m, 4 + m, 8 + m, 12 + m picked into z[m] (128-bit
+ * lane L = row 4L + m), the in-lane 4 × 4 dword transpose of fp_codes16, then the halves picked into words.
+ */
+__attribute__((target(FP_VNNI), always_inline))
+static inline void q4_0_scales16x4(const uint8_t* const* p, int64_t o, __m512 dw[4]) {
+    const __m512i pick = _mm512_loadu_si512((const void*)FP_Q4_0_SCALE_DWORDS);
+    __m512i z[4];
+    for (int m = 0; m < 4; m++) {
+        __m512i a = _mm512_permutex2var_epi32(_mm512_loadu_si512((const void*)(p[m] + o)), pick,
+                                              _mm512_loadu_si512((const void*)(p[4 + m] + o)));
+        __m512i b = _mm512_permutex2var_epi32(_mm512_loadu_si512((const void*)(p[8 + m] + o)), pick,
+                                              _mm512_loadu_si512((const void*)(p[12 + m] + o)));
+        z[m] = _mm512_inserti64x4(a, _mm512_castsi512_si256(b), 1);
+    }
+    __m512i a0 = _mm512_unpacklo_epi32(z[0], z[1]), a1 = _mm512_unpackhi_epi32(z[0], z[1]);
+    __m512i a2 = _mm512_unpacklo_epi32(z[2], z[3]), a3 = _mm512_unpackhi_epi32(z[2], z[3]);
+    const __m512i words = _mm512_loadu_si512((const void*)FP_Q4_0_SCALE_WORDS);
+    __m512i f01 = _mm512_permutex2var_epi16(_mm512_unpacklo_epi64(a0, a2), words, _mm512_unpackhi_epi64(a0, a2));
+    __m512i f23 = _mm512_permutex2var_epi16(_mm512_unpacklo_epi64(a1, a3), words, _mm512_unpackhi_epi64(a1, a3));
+    dw[0] = _mm512_cvtph_ps(_mm512_castsi512_si256(f01));
+    dw[1] = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(f01, 1));
+    dw[2] = _mm512_cvtph_ps(_mm512_castsi512_si256(f23));
+    dw[3] = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(f23, 1));
+}
+
 __attribute__((target(FP_VNNI), always_inline))
 static inline void q4_0_rows16_vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
                                     const int32_t* nsum, const int32_t n, float* out, int32_t out_stride) {
@@ -463,6 +500,8 @@ static inline void q4_0_rows16_vnni(const uint8_t* w, int32_t blocks, int32_t ro
         __m512 acc[FP_MAX_TOKENS];
 #pragma GCC unroll 16
         for (int32_t t = 0; t < n; t++) acc[t] = _mm512_setzero_ps();
+        const int32_t whole = blocks & ~3;   /* blocks whose scales come four at a time */
+        __m512 four[4];
         for (int32_t k = 0; k < blocks; k++) {
             const int64_t o = (int64_t)k * 18;
             if (r0 + 16 < rows) {   /* the next tile (16 contiguous rows) as one stream, 16 blocks' bytes per block */
@@ -475,8 +514,14 @@ static inline void q4_0_rows16_vnni(const uint8_t* w, int32_t blocks, int32_t ro
                 q[i] = _mm512_and_si512(d[i], low);
                 q[4 + i] = _mm512_and_si512(_mm512_srli_epi32(d[i], 4), low);
             }
-            const __m512i raw = _mm512_i32gather_epi32(at, (const void*)(code[0] + o), 1);
-            const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(raw));   /* lane j: row j's scale of block k */
+            if ((k & 3) == 0 && k < whole) q4_0_scales16x4(code, o, four);
+            __m512 dw;   /* lane j: row j's scale of block k */
+            if (k < whole) {
+                dw = four[k & 3];
+            } else {
+                const __m512i raw = _mm512_i32gather_epi32(at, (const void*)(code[0] + o), 1);
+                dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(raw));
+            }
 #pragma GCC unroll 16
             for (int32_t t = 0; t < n; t++) {
                 const int8_t* x = xq + ((int64_t)t * blocks + k) * 32;
@@ -494,9 +539,72 @@ static inline void q4_0_rows16_vnni(const uint8_t* w, int32_t blocks, int32_t ro
     }
 }
 
+/*
+ * One token (a decode step), the whole tiles of sixteen rows: the same integers and the same multiply-adds per row
+ * and block as q4_0_rows16_vnni (so the same bits), formed without the code transpose that nothing amortises at one
+ * token. Per block, each row's 16 code bytes stay in a 128-bit lane (z[m] lane L = row 4L + m, as fp_codes16 loads
+ * them), meet the token's activation bytes 0–15 (low nibbles) and 16–31 (high nibbles) broadcast to every lane, and
+ * each lane's four partial dwords are then summed into lane 4L + m (two unpack-and-add steps): Σ (q − 8)·x with
+ * the −8·Σx added last, exact in int32. The rows are addressed from four pointers and the strides 4, 8 and 12 rows
+ * (not sixteen pointers, which spill: every code load then waited on a reload of its pointer). Returns the rows done.
+ */
+__attribute__((target(FP_VNNI)))
+static int32_t q4_0_tiles16_one_token_vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq,
+                                           const float* xd, const int32_t* nsum, float* out) {
+    const __m512i low = _mm512_set1_epi8(0x0f);
+    const int64_t rb = (int64_t)blocks * 18, rb4 = 4 * rb, rb8 = 8 * rb, rb12 = 12 * rb;
+    const int32_t whole = blocks & ~3;
+    int32_t index[16];
+    for (int j = 0; j < 16; j++) index[j] = (int32_t)(j * rb);
+    const __m512i at = _mm512_loadu_si512((const void*)index);
+    int32_t r0 = 0;
+    for (; r0 + 16 <= rows; r0 += 16) {
+        const uint8_t* tile = w + (int64_t)r0 * rb;
+        __m512 acc = _mm512_setzero_ps();
+        __m512 four[4];
+        for (int32_t k = 0; k < blocks; k++) {
+            const int64_t o = (int64_t)k * 18;
+            const uint8_t* p[4] = {tile + o, tile + rb + o, tile + 2 * rb + o, tile + 3 * rb + o};
+            if (r0 + 16 < rows) {   /* the next tile as one stream, as q4_0_rows16_vnni */
+                const uint8_t* ahead = tile + 16 * rb + o * 16;
+                for (int l = 0; l < 18 * 16; l += 64) __builtin_prefetch(ahead + l, 0, 2);
+            }
+            __m512 dw;   /* lane j: row j's scale of block k */
+            if (k < whole) {
+                if ((k & 3) == 0) {
+                    const uint8_t* code[16] = {p[0], p[1], p[2], p[3], p[0] + rb4, p[1] + rb4, p[2] + rb4, p[3] + rb4,
+                                               p[0] + rb8, p[1] + rb8, p[2] + rb8, p[3] + rb8,
+                                               p[0] + rb12, p[1] + rb12, p[2] + rb12, p[3] + rb12};
+                    q4_0_scales16x4(code, 0, four);
+                }
+                dw = four[k & 3];
+            } else {
+                dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(at, (const void*)p[0], 1)));
+            }
+            const int8_t* x = xq + (int64_t)k * 32;
+            const __m512i xlo = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i*)x));
+            const __m512i xhi = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i*)(x + 16)));
+            __m512i e[4];
+            for (int m = 0; m < 4; m++) {
+                const __m512i z = fp_rows4(p[m] + 2, rb4, rb8, rb12);
+                e[m] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(z, low), xlo),
+                                           _mm512_and_si512(_mm512_srli_epi32(z, 4), low), xhi);
+            }
+            const __m512i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(e[0], e[1]), _mm512_unpackhi_epi32(e[0], e[1]));
+            const __m512i s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(e[2], e[3]), _mm512_unpackhi_epi32(e[2], e[3]));
+            const __m512i dot = _mm512_add_epi32(_mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23)),
+                                                 _mm512_set1_epi32(nsum[k]));
+            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, _mm512_set1_ps(xd[k])), acc);
+        }
+        _mm512_storeu_ps(out + r0, acc);
+    }
+    return r0;
+}
+
 #define FP_Q4_0_CASE(N) case N: q4_0_rows16_vnni(w, blocks, rows, xq, xd, nsum, N, out, out_stride); break;
 
-/* One copy per token count 1 … 8 and 16, the general body for the rest; tokens in passes of what the sums hold. */
+/* One copy per token count 2 … 8 and 16, the general body for the rest, one token on its own path; tokens in passes of
+ * what the sums hold. */
 __attribute__((target(FP_VNNI)))
 FP_EXPORT void fp_q4_0_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq,
                                        const float* xd, int32_t n, float* out, int32_t out_stride) {
@@ -509,8 +617,11 @@ FP_EXPORT void fp_q4_0_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t
     for (int32_t t0 = 0; t0 < n; t0 += pass) {
         const int32_t m = n - t0 < pass ? n - t0 : pass;
         q4_0_neg_sums(xq, blocks, m, nsum);
-        switch (m) {
-            FP_Q4_0_CASE(1) FP_Q4_0_CASE(2) FP_Q4_0_CASE(3) FP_Q4_0_CASE(4)
+        if (m == 1) {   /* a decode step: whole tiles without the transpose, the last rows as any other count */
+            const int32_t done = q4_0_tiles16_one_token_vnni(w, blocks, rows, xq, xd, nsum, out);
+            if (done < rows) q4_0_rows16_vnni(w + (int64_t)done * blocks * 18, blocks, rows - done, xq, xd, nsum, 1, out + done, out_stride);
+        } else switch (m) {
+            FP_Q4_0_CASE(2) FP_Q4_0_CASE(3) FP_Q4_0_CASE(4)
             FP_Q4_0_CASE(5) FP_Q4_0_CASE(6) FP_Q4_0_CASE(7) FP_Q4_0_CASE(8) FP_Q4_0_CASE(16)
             default: q4_0_rows16_vnni(w, blocks, rows, xq, xd, nsum, m, out, out_stride); break;
         }
