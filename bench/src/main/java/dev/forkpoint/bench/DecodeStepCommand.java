@@ -64,6 +64,17 @@ final class DecodeStepCommand implements Callable<Integer> {
     @Option(names = "--kv-type", defaultValue = "F32", description = "KV element type: F32, F16, Q8_0 or Q4_0 (default: ${DEFAULT-VALUE})")
     KvElementType kvType;
 
+    @Option(names = "--kernels", defaultValue = "java", description = "CPU kernels: java, native or auto (default: ${DEFAULT-VALUE})")
+    String kernels;
+
+    @Option(names = "--streams", split = ",",
+            description = "CPU only, no MLX: decode passes of this many sequences each (a list, e.g. 1,4), compared in alternating rounds")
+    int[] streams;
+
+    @Option(names = "--shared-prefix-tokens", defaultValue = "0",
+            description = "with --streams: a prefix prefilled once and shared (forked pages) by every stream before its own prompt (default: ${DEFAULT-VALUE})")
+    int sharedPrefixTokens;
+
     /** One backend on the model: its architecture and a page pool. */
     private record Loaded(String name, ModelFiles files, Backend backend, Architecture arch, PagePool pool) implements AutoCloseable {
         public void close() {
@@ -80,7 +91,8 @@ final class DecodeStepCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         if (steps < 1 || rounds < 1 || promptTokens < 1) throw new InvalidInputException("--steps, --rounds and --prompt-tokens must be ≥ 1");
         if (!Files.exists(model)) throw new InvalidInputException("--model " + model + " is not a file or folder");
-        try (Loaded cpu = load("cpu", new CpuBackend(threads)); Loaded mlx = load("mlx", MlxBackend.open(Optional.ofNullable(mlxLib)))) {
+        if (streams != null) return streams();
+        try (Loaded cpu = load("cpu", new CpuBackend(threads, dev.forkpoint.backend.KernelChoice.parse(kernels))); Loaded mlx = load("mlx", MlxBackend.open(Optional.ofNullable(mlxLib)))) {
             ModelConfig c = cpu.arch().config();
             System.out.printf(Locale.ROOT, "model: %s (%s, dim %d, %d layers, %d/%d heads, vocabulary %d), prompt %d tokens, %d decode steps × %d rounds, "
                             + "KV %s, CPU threads %d%n", model.getFileName(), c.architecture(), c.dim(), c.layers(), c.heads(), c.kvHeads(),
@@ -114,14 +126,122 @@ final class DecodeStepCommand implements Callable<Integer> {
         }
     }
 
+    /**
+     * {@code --streams}: on the CPU backend alone, for each stream count s a round forks s sequences from one prefilled
+     * shared prefix, prefills each with its own seeded prompt, then times {@code --steps} decode passes of s rows
+     * (one token per sequence, greedy, each row attending to its own sequence). The stream counts alternate in order
+     * and reversed order between rounds; reports the median pass per count and its ratio to the first count's.
+     */
+    private Integer streams() throws java.io.IOException {
+        if (Arrays.stream(streams).anyMatch(n -> n < 1) || sharedPrefixTokens < 0) {
+            throw new InvalidInputException("--streams must be ≥ 1 each, --shared-prefix-tokens ≥ 0");
+        }
+        int most = Arrays.stream(streams).max().orElseThrow();
+        int saved = promptTokens;
+        try (Loaded cpu = load("cpu", new CpuBackend(threads, dev.forkpoint.backend.KernelChoice.parse(kernels)), sharedPrefixTokens + promptTokens + steps + 16, most + 1)) {
+            ModelConfig c = cpu.arch().config();
+            System.out.printf(Locale.ROOT, "model: %s (%s, dim %d, %d layers, %d/%d heads), shared prefix %d + %d own prompt tokens per stream, "
+                            + "%d decode passes × %d rounds, KV %s, CPU threads %d, kernels %s%n", model.getFileName(), c.architecture(), c.dim(), c.layers(),
+                    c.heads(), c.kvHeads(), sharedPrefixTokens, promptTokens, steps, rounds, kvType, threads, ((CpuBackend) cpu.backend()).kernelsInUse());
+            promptTokens = sharedPrefixTokens;
+            int[] prefix = sharedPrefixTokens == 0 ? new int[0] : prompt(c.vocabSize());
+            promptTokens = saved;
+            try (SequenceKv base = cpu.pool().newSequence()) {
+                KvStore baseKv = cpu.backend().newKvStore(base);
+                for (int from = 0; from < prefix.length; from += 512) {
+                    step(cpu, baseKv, Arrays.copyOfRange(prefix, from, Math.min(prefix.length, from + 512)));
+                }
+                System.out.println("shared prefix prefilled");
+                List<List<long[]>> measured = new ArrayList<>();
+                for (int ignored : streams) measured.add(new ArrayList<>());
+                for (int r = 0; r < rounds; r++) {
+                    StringBuilder line = new StringBuilder("round " + r + ":");
+                    for (int k = 0; k < streams.length; k++) {
+                        int i = r % 2 == 0 ? k : streams.length - 1 - k;
+                        long[] nanos = streamRound(cpu, base, streams[i], c.vocabSize(), r);
+                        measured.get(i).add(nanos);
+                        line.append(String.format(Locale.ROOT, " %d streams %.3f ms", streams[i], median(nanos) / 1e6));
+                    }
+                    System.out.println(line.append(" (median pass)"));
+                }
+                int from = rounds > 1 ? 1 : 0;
+                double first = 0;
+                for (int i = 0; i < streams.length; i++) {
+                    long[] all = measured.get(i).subList(from, rounds).stream().flatMapToLong(Arrays::stream).toArray();
+                    double m = median(all);
+                    if (i == 0) first = m;
+                    System.out.printf(Locale.ROOT, "%d streams: median decode pass %.3f ms (%.2f × the %d-stream pass; %.1f tokens/s over all streams)%n",
+                            streams[i], m / 1e6, m / first, streams[0], streams[i] * 1e9 / m);
+                }
+            }
+            return 0;
+        }
+    }
+
+    /** One round of {@code count} streams forked from {@code base}: each stream's prompt prefilled, then the timed passes. */
+    private long[] streamRound(Loaded m, SequenceKv base, int count, int vocab, int round) {
+        List<SequenceKv> sequences = new ArrayList<>();
+        try {
+            KvStore[] kvs = new KvStore[count];
+            int[] next = new int[count];
+            for (int s = 0; s < count; s++) {
+                SequenceKv forked = base.fork();
+                sequences.add(forked);
+                kvs[s] = m.backend().newKvStore(forked);
+                Random random = new Random(1000L * round + s);
+                int[] own = new int[promptTokens];
+                for (int i = 0; i < own.length; i++) own[i] = 3 + random.nextInt(Math.min(vocab, 256) - 3);
+                next[s] = argmax(step(m, kvs[s], own));
+            }
+            long[] nanos = new long[steps];
+            for (int i = 0; i < steps; i++) {
+                long started = System.nanoTime();
+                float[][] logits = stepAll(m, kvs, next);
+                nanos[i] = System.nanoTime() - started;
+                for (int s = 0; s < count; s++) next[s] = argmax(logits[s]);
+            }
+            return nanos;
+        } finally {
+            for (SequenceKv s : sequences) s.close();
+        }
+    }
+
+    /** One decode pass over one token per sequence, as the scheduler takes it (all begun, one forward, all committed). */
+    private static float[][] stepAll(Loaded m, KvStore[] kvs, int[] tokens) {
+        return m.backend().runStep(() -> {
+            Ops ops = m.backend().ops();
+            List<Segment> segments = new ArrayList<>();
+            int[] last = new int[kvs.length];
+            for (int s = 0; s < kvs.length; s++) {
+                segments.add(new Segment(new int[] {tokens[s]}, kvs[s].length(), kvs[s]));
+                last[s] = s;
+            }
+            for (KvStore kv : kvs) kv.begin(1);
+            try {
+                Activation hidden = m.arch().forward(ops, segments);
+                float[][] logits = ops.logits(ops.rows(hidden, last), m.arch().output());
+                for (KvStore kv : kvs) kv.prepareCommit();
+                for (KvStore kv : kvs) kv.commit();
+                return logits;
+            } catch (RuntimeException | Error e) {
+                for (KvStore kv : kvs) if (kv.pending() > 0) kv.rollback();
+                throw e;
+            }
+        });
+    }
+
     private Loaded load(String name, Backend backend) throws java.io.IOException {
+        return load(name, backend, promptTokens + steps + 16, 2);
+    }
+
+    private Loaded load(String name, Backend backend, int positions, int sequences) throws java.io.IOException {
         ModelFiles files = null;
         try {
             files = ModelFiles.open(model);
             Architecture arch = files.load(backend, n -> {});
             ModelConfig c = arch.config();
             KvLayout layout = KvLayout.of(c.kvLayers(), c.kvDim(), kvType);
-            return new Loaded(name, files, backend, arch, new PagePool(layout, layout.budgetFor(promptTokens + steps + 16, 2)));
+            return new Loaded(name, files, backend, arch, new PagePool(layout, layout.budgetFor(positions, sequences)));
         } catch (java.io.IOException | RuntimeException | Error e) {
             if (files != null) files.close();
             backend.close();

@@ -59,19 +59,36 @@ public final class Scheduler implements AutoCloseable {
     private final Thread worker;
     private final dev.forkpoint.RepeatedLog stepErrors = new dev.forkpoint.RepeatedLog(LOG, 60);
     private final StepCosts costs = new StepCosts();   // the scheduler thread's only
+    private final long gatherNanos;
     private final AtomicLong steps = new AtomicLong(), evaluated = new AtomicLong(), reused = new AtomicLong(), generated = new AtomicLong();
     private volatile int runningCount, livePages, reservedPages;
     private volatile boolean closed;
 
-    private record Job(GenerationRequest request, Generation.Plan plan, GenerationStream stream) {}
+    /**
+     * How long an idle scheduler (nothing running) holds the first waiting request for more arrivals before its first
+     * step, when more than one may run together: clients that send together (a burst, or streams that all finished in
+     * one step and send their next requests) then share one prefill pass and decode in the same passes, instead of one
+     * prefill starting alone and the others' prefills interleaving with its decoding ever after. Counted from the
+     * request's submission, so a request that already waited is not held again; a few milliseconds against a prefill
+     * of hundreds.
+     */
+    static final long GATHER_NANOS = 5_000_000;
+
+    private record Job(GenerationRequest request, Generation.Plan plan, GenerationStream stream, long submittedNanos) {}
 
     private record Active(Job job, Generation generation) {
         GenerationStream stream() { return job.stream(); }
     }
 
     public Scheduler(LoadedModel model, SchedulerOptions options) {
+        this(model, options, GATHER_NANOS);
+    }
+
+    /** A scheduler whose idle gathering of arrivals lasts {@code gatherNanos} (tests: a window no slow machine misses). */
+    Scheduler(LoadedModel model, SchedulerOptions options, long gatherNanos) {
         this.model = model;
         this.options = options;
+        this.gatherNanos = gatherNanos;
         this.worker = Thread.ofPlatform().name("forkpoint-scheduler").daemon().start(this::loop);
     }
 
@@ -93,7 +110,7 @@ public final class Scheduler implements AutoCloseable {
             if (waiting.size() >= options.queueLimit() + freeSlots) {
                 throw new QueueFullException(waiting.size(), options.queueLimit(), 1);
             }
-            waiting.add(new Job(request, plan, stream));
+            waiting.add(new Job(request, plan, stream, System.nanoTime()));
             lock.notifyAll();
         }
         return stream;
@@ -201,6 +218,12 @@ public final class Scheduler implements AutoCloseable {
                 boolean work;
                 synchronized (lock) {
                     while (!closed && waiting.isEmpty() && running.isEmpty() && tasks.isEmpty()) lock.wait();
+                    if (running.isEmpty() && tasks.isEmpty() && !waiting.isEmpty() && options.parallel() > 1) {
+                        long until = waiting.peek().submittedNanos() + gatherNanos;
+                        for (long left; !closed && tasks.isEmpty() && waiting.size() < options.parallel() && (left = until - System.nanoTime()) > 0; ) {
+                            lock.wait(left / 1_000_000, (int) (left % 1_000_000));
+                        }
+                    }
                     if (closed) break;
                     work = !waiting.isEmpty() || !running.isEmpty();
                     task = tasks.poll();

@@ -83,6 +83,39 @@ class SchedulerTest {
         throw new AssertionError("scheduler still busy: " + s.stats());
     }
 
+    /**
+     * Requests that reach an idle scheduler within its gathering window start together: their prompts share the first
+     * pass, and they decode in the same passes from then on (each still equal to its run alone). Submitted one by one
+     * from other threads, without the model's lock; the window is long (10 s) so that no slow machine misses it, and
+     * the fourth arrival ends it.
+     */
+    @Test
+    void arrivalsAtAnIdleSchedulerShareTheirFirstPass() throws Exception {
+        String[] prompts = {"the quick brown fox", "a b c", SyntheticLlama.text(30, 1), "zebra stripes and more"};
+        GenerationResult[] alone = new GenerationResult[4];
+        for (int i = 0; i < 4; i++) alone[i] = model.generate(request(prompts[i], 16, "gather alone " + i), p -> {});
+        faults.record(true);
+        try (Scheduler s = new Scheduler(model, SchedulerOptions.defaults().withParallel(4), 10_000_000_000L)) {
+            GenerationStream[] byIndex = new GenerationStream[4];
+            for (int i = 0; i < 4; i++) {
+                int k = i;
+                Thread t = Thread.ofPlatform().start(() -> byIndex[k] = s.submit(request(prompts[k], 16, "gather " + k)));
+                t.join();
+                Thread.sleep(20);   // arrivals apart, as clients' are
+            }
+            for (int i = 0; i < 4; i++) {
+                GenerationResult r = done(events(byIndex[i]));
+                assertSameGeneration(alone[i], r, "prompt " + i);
+            }
+            assertEquals(0, idle(s).kvPagesLive());
+        } finally {
+            faults.record(false);
+        }
+        List<List<FaultyOps.SegmentSeen>> passes = faults.passes();
+        assertEquals(4, passes.getFirst().size(), "the four prompts in the first pass");
+        assertEquals(4, passes.get(1).size(), "the four decode rows in the second");
+    }
+
     @ParameterizedTest
     @ValueSource(ints = {4, 1})
     void concurrentGreedyStreamsEqualSequentialRuns(int parallel) throws Exception {
