@@ -56,6 +56,19 @@ static inline void affine_prefetch_groups(const uint8_t* sc, const uint8_t* bi, 
     }
 }
 
+/* The codes, scales and biases of the sixteen rows of the tile at r0 (the sixteen-rows-in-lanes kernels): a partial
+ * last tile's missing rows read the slice's last row (their lanes are computed and not stored). */
+static inline void affine_tile_rows(const uint8_t* w, const uint8_t* scales, const uint8_t* biases, int64_t row_bytes,
+                                    int64_t group_bytes, int32_t r0, int32_t rows, const uint8_t* code[16],
+                                    const uint8_t* sc[16], const uint8_t* bi[16]) {
+    for (int j = 0; j < 16; j++) {
+        int64_t r = r0 + j < rows ? r0 + j : rows - 1;
+        code[j] = w + r * row_bytes;
+        sc[j] = scales + r * group_bytes;
+        bi[j] = biases + r * group_bytes;
+    }
+}
+
 /* ---- portable C ---------------------------------------------------------------------------------------------- */
 
 /* One row (codes at row, 16 or 32 bytes per block) times one token, bits 4 or 8: the exact block sums scaled and
@@ -258,12 +271,7 @@ static void affine4_rows16_avx2(const uint8_t* w, const uint8_t* scales, const u
         const uint8_t* code[16];
         const uint8_t* sc[16];
         const uint8_t* bi[16];
-        for (int j = 0; j < 16; j++) {
-            int64_t r = r0 + j < rows ? r0 + j : rows - 1;
-            code[j] = w + r * row_bytes;
-            sc[j] = scales + r * group_bytes;
-            bi[j] = biases + r * group_bytes;
-        }
+        affine_tile_rows(w, scales, biases, row_bytes, group_bytes, r0, rows, code, sc, bi);
         for (int32_t t = 0; t < n; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
         for (int32_t g0 = 0; g0 < groups; g0 += FP_AFFINE_CHUNK) {
             const int32_t count = groups - g0 < FP_AFFINE_CHUNK ? groups - g0 : FP_AFFINE_CHUNK;
@@ -522,12 +530,7 @@ static inline void affine_rows_vnni(const int bits, const int32_t kind, const ui
         const uint8_t* code[16];
         const uint8_t* sc[16];
         const uint8_t* bi[16];
-        for (int j = 0; j < 16; j++) {
-            int64_t r = r0 + j < rows ? r0 + j : rows - 1;
-            code[j] = w + r * row_bytes;
-            sc[j] = scales + r * group_bytes;
-            bi[j] = biases + r * group_bytes;
-        }
+        affine_tile_rows(w, scales, biases, row_bytes, group_bytes, r0, rows, code, sc, bi);
         const __mmask16 live = rows - r0 >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (rows - r0)) - 1);
         const int whole_tile = rows - r0 >= 16;
         const uint8_t* tile = w + (int64_t)r0 * row_bytes;   /* a whole tile's rows: tile + j·row_bytes */
