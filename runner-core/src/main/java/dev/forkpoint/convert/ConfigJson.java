@@ -124,7 +124,7 @@ public record ConfigJson(String modelType, int hiddenSize, int layers, int heads
         Architecture.Spec spec = converted(arch).filter(s -> !s.hfLayout().orElseThrow().hybrid()).orElseThrow(() ->
                 new ModelFormatException(f.path(), "metadata general.architecture", "architecture '" + arch
                         + "' cannot be converted; supported: " + ggufTypes()));
-        ModelConfig c = ModelConfig.fromGguf(f, spec.name(), spec.ggufNeoxRope());
+        ModelConfig c = ModelConfig.fromGguf(f, spec);
         if (c.rope().dims() != c.headDim()) {
             throw new ModelFormatException(f.path(), "metadata " + arch + ".rope.dimension_count", "partial rotary embeddings ("
                     + c.rope().dims() + " of " + c.headDim() + " dimensions) have no Hugging Face " + arch + " equivalent");
@@ -232,7 +232,7 @@ public record ConfigJson(String modelType, int hiddenSize, int layers, int heads
     /** The configuration of a config.json read by {@link #readHf}: the loader's {@link ModelConfig} in config.json's terms. */
     static ConfigJson fromHf(HfConfig hf) throws IOException {
         Architecture.Spec spec = converted(hf.modelType()).orElseThrow();
-        ModelConfig c = ModelConfig.fromHf(hf, spec.name());
+        ModelConfig c = ModelConfig.fromHf(hf, spec);
         var fields = hf.fields();
         JsonNode bosNode = fields.node("bos_token_id");
         int bos = bosNode != null && bosNode.isIntegralNumber() ? bosNode.asInt() : -1;

@@ -53,6 +53,25 @@ public interface Architecture {
         /** The architecture's tensor names, Hugging Face's and GGUF's ({@link TensorNames#DECODER} and its own parts). */
         TensorNames tensorNames();
 
+        /**
+         * Whether the architecture's layers mix Gated DeltaNet and gated attention: its configuration then reads the
+         * linear-attention keys (GGUF {@code full_attention_interval}, {@code attention.recurrent_layers},
+         * {@code ssm.*}; config.json {@code layer_types}, {@code linear_*}), the attention output gate
+         * ({@code attn_output_gate}, default on) and partial rotary dims ({@code partial_rotary_factor}, default
+         * 0.25). A converted hybrid says so in its {@link HfLayout#hybrid()} too.
+         */
+        default boolean hybrid() { return false; }
+
+        /** How its config.json lays out a mixture of experts (read only where it names {@code num_experts}). */
+        default ExpertKeys expertKeys() { return ExpertKeys.CONFIGURED; }
+
+        /**
+         * Whether llama.cpp's GGUF files of this hybrid with more value than key heads store the Gated DeltaNet value
+         * heads tiled (head m·Hk + k for value m of key head k) rather than grouped, unless the file's
+         * {@code ssm.v_head_reordered} is false.
+         */
+        default boolean ggufTiledValueHeads() { return false; }
+
         /** How the converter writes this architecture; empty for one it does not convert. */
         default Optional<HfLayout> hfLayout() { return Optional.empty(); }
 

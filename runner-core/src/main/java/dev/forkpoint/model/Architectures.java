@@ -15,6 +15,9 @@ public final class Architectures {
 
     private Architectures() {}
 
+    /** Every architecture, in registration order. */
+    public static List<Architecture.Spec> all() { return ALL; }
+
     /** The architectures the converter reads and writes (those with a {@link Architecture.Spec#hfLayout()}). */
     public static List<Architecture.Spec> converted() {
         return ALL.stream().filter(s -> s.hfLayout().isPresent()).toList();

@@ -21,7 +21,7 @@ final class GgufModelFiles implements ModelFiles {
     private GgufModelFiles(GgufFile file) {
         this.file = file;
         this.spec = Architectures.forFile(file);
-        this.config = ModelConfig.fromGguf(file, spec.name(), spec.ggufNeoxRope());
+        this.config = ModelConfig.fromGguf(file, spec);
         this.tokenizer = Tokenizer.fromGguf(file);
         this.pooling = Pooling.fromGguf(file, spec.name());
     }

@@ -255,11 +255,13 @@ record HybridWeights(Weight tokenEmbedding, Layer[] layers, Weight outputNorm, W
     }
 
     /**
-     * llama.cpp's GGUF files of Qwen3.5 (not Qwen3-Next) with more value than key heads store the value heads tiled;
-     * a file whose {@code ssm.v_head_reordered} is false keeps them grouped.
+     * llama.cpp's GGUF files of some hybrids ({@link Architecture.Spec#ggufTiledValueHeads()}: Qwen3.5, not Qwen3-Next)
+     * with more value than key heads store the value heads tiled; a file whose {@code ssm.v_head_reordered} is false
+     * keeps them grouped.
      */
     private static boolean tiledValueHeads(ModelTensors f, ModelConfig c) {
-        if (!(f instanceof GgufTensors g) || c.architecture().equals("qwen3next") || c.linear().valueHeads() == c.linear().keyHeads()) return false;
+        boolean tiled = Architectures.find(c.architecture()).map(Architecture.Spec::ggufTiledValueHeads).orElse(false);
+        if (!(f instanceof GgufTensors g) || !tiled || c.linear().valueHeads() == c.linear().keyHeads()) return false;
         // Ollama's converter says so in ssm.v_head_reordered; llama.cpp's always reorders and writes no key
         return g.file().getBool(c.architecture() + ".ssm.v_head_reordered", true);
     }

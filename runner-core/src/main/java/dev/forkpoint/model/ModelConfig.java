@@ -36,7 +36,12 @@ public record ModelConfig(String architecture, int dim, int layers, int heads, i
     /** The KV (attention) layer index of attention layer {@code layer}. */
     public int kvLayer(int layer) { return linear == null ? layer : linear.indexAmongKind(layer); }
 
-    public static ModelConfig fromGguf(GgufFile f, String arch, boolean neoxRope) {
+    /**
+     * The hyper-parameters in a GGUF file's metadata under {@code spec}'s name; the spec says whether the layers are
+     * a hybrid's ({@link Architecture.Spec#hybrid()}) and how the file's RoPE pairs dimensions.
+     */
+    public static ModelConfig fromGguf(GgufFile f, Architecture.Spec spec) {
+        String arch = spec.name();
         String p = arch + ".";
         int dim = positive(f, p + "embedding_length", f.getInt(p + "embedding_length"));
         int layers = positive(f, p + "block_count", f.getInt(p + "block_count"));
@@ -70,7 +75,7 @@ public record ModelConfig(String architecture, int dim, int layers, int heads, i
             throw new ModelFormatException(f.path(), "metadata " + p + "rope.freq_base", "must be a positive finite number, found " + base);
         }
         float[] factors = f.findTensor("rope_freqs.weight").map(t -> ropeFactors(f, t, ropeDims)).orElse(null);
-        boolean hybrid = HYBRIDS.contains(arch);
+        boolean hybrid = spec.hybrid();
         LinearAttention linear = null;
         if (hybrid) {
             int interval = positive(f, p + "full_attention_interval", f.getInt(p + "full_attention_interval", 4));
@@ -113,16 +118,19 @@ public record ModelConfig(String architecture, int dim, int layers, int heads, i
                     shared, true, all);
         }
         return new ModelConfig(arch, dim, layers, heads, kvHeads, headDim, ffn, vocab, ctx, eps,
-                new Rope(ropeDims, base, neoxRope, factors), linear, experts, hybrid);
+                new Rope(ropeDims, base, spec.ggufNeoxRope(), factors), linear, experts, hybrid);
     }
 
     /**
      * The hyper-parameters of a Hugging Face {@code config.json}. Hugging Face layouts rotate half-split (NeoX) pairs
-     * for every architecture; {@code rope_scaling} becomes per-pair frequency divisors.
+     * for every architecture; {@code rope_scaling} becomes per-pair frequency divisors. The spec names the
+     * architecture and says which keys it reads ({@link Architecture.Spec#hybrid()},
+     * {@link Architecture.Spec#expertKeys()}).
      */
-    public static ModelConfig fromHf(dev.forkpoint.format.hf.HfConfig c, String arch) {
+    public static ModelConfig fromHf(dev.forkpoint.format.hf.HfConfig c, Architecture.Spec spec) {
         var f = c.fields();
-        boolean hybrid = HYBRIDS.contains(arch);
+        String arch = spec.name();
+        boolean hybrid = spec.hybrid();
         LinearAttention linear = hybrid ? linearAttention(f, c.layers()) : null;
         double partial = f.optionalNumber("rope_parameters.partial_rotary_factor")
                 .or(() -> f.optionalNumber("partial_rotary_factor")).orElse(hybrid ? 0.25 : 1.0);
@@ -131,7 +139,7 @@ public record ModelConfig(String architecture, int dim, int layers, int heads, i
             throw new ModelFormatException(c.file(), f.prefix() + "rope_parameters.partial_rotary_factor", "must be in (0, 1] and give an even number of rotary dims of head_dim "
                     + c.headDim() + ", found " + partial);
         }
-        Experts experts = experts(f, c, arch);
+        Experts experts = experts(f, c, spec.expertKeys());
         if (experts == null && c.intermediateSize() <= 0) throw new ModelFormatException(c.file(), f.prefix() + "intermediate_size", "missing");
         return new ModelConfig(arch, c.hiddenSize(), c.layers(), c.heads(), c.kvHeads(), c.headDim(), c.intermediateSize(),
                 c.vocabSize(), c.maxPositions(), (float) c.rmsEps(),
@@ -148,9 +156,6 @@ public record ModelConfig(String architecture, int dim, int layers, int heads, i
                     + " layer among " + linear.length + "; a hybrid model has both");
         }
     }
-
-    /** The architectures (GGUF names) whose layers mix Gated DeltaNet and gated attention. */
-    static final java.util.Set<String> HYBRIDS = java.util.Set.of("qwen35", "qwen35moe", "qwen3next");
 
     /** Layer kinds from {@code layer_types} or, without it, {@code full_attention_interval} (default 4), and the shape. */
     private static LinearAttention linearAttention(dev.forkpoint.format.hf.HfConfig.Fields f, int layers) {
@@ -183,10 +188,11 @@ public record ModelConfig(String architecture, int dim, int layers, int heads, i
     }
 
     /**
-     * The experts from {@code num_experts} (null without it): Qwen3.5-MoE routes every layer and always renormalises;
-     * Qwen3-MoE and Qwen3-Next honour {@code norm_topk_prob}, {@code decoder_sparse_step} and {@code mlp_only_layers}.
+     * The experts from {@code num_experts} (null without it): every layer routing with fixed renormalisation, or by
+     * {@code norm_topk_prob}, {@code decoder_sparse_step} and {@code mlp_only_layers}, as the architecture's
+     * {@code keys} say.
      */
-    private static Experts experts(dev.forkpoint.format.hf.HfConfig.Fields f, dev.forkpoint.format.hf.HfConfig c, String arch) {
+    private static Experts experts(dev.forkpoint.format.hf.HfConfig.Fields f, dev.forkpoint.format.hf.HfConfig c, ExpertKeys keys) {
         String countKey = f.node("num_experts") != null ? "num_experts" : "num_local_experts";
         if (f.node(countKey) == null) return null;
         int count = f.positive(countKey, null);
@@ -196,11 +202,11 @@ public record ModelConfig(String architecture, int dim, int layers, int heads, i
         int shared = f.node("shared_expert_intermediate_size") == null ? 0 : f.positive("shared_expert_intermediate_size", null);
         boolean[] sparse = new boolean[c.layers()];
         boolean renormalize;
-        if (arch.equals("qwen35moe")) {
+        if (keys.fixed()) {
             java.util.Arrays.fill(sparse, true);
-            renormalize = true;
+            renormalize = keys.renormalize();
         } else {
-            renormalize = f.bool("norm_topk_prob", arch.equals("qwen3next"));
+            renormalize = f.bool("norm_topk_prob", keys.renormalize());
             int step = f.positive("decoder_sparse_step", 1);
             java.util.Set<Integer> dense = new java.util.HashSet<>();
             for (int l : f.ints("mlp_only_layers").orElse(new int[0])) dense.add(l);

@@ -31,6 +31,10 @@ record Qwen35() implements Architecture.Spec {
 
     public boolean ggufNeoxRope() { return true; }
 
+    public boolean hybrid() { return true; }
+
+    public boolean ggufTiledValueHeads() { return true; }
+
     public TensorNames tensorNames() { return NAMES; }
 
     public Optional<HfLayout> hfLayout() { return Optional.of(HfLayout.hybrid("Qwen3_5ForConditionalGeneration")); }

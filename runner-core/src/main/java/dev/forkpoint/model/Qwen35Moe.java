@@ -21,6 +21,13 @@ record Qwen35Moe() implements Architecture.Spec {
 
     public boolean ggufNeoxRope() { return true; }
 
+    public boolean hybrid() { return true; }
+
+    /** Every layer routes and renormalises; config.json's norm_topk_prob, decoder_sparse_step, mlp_only_layers are not read. */
+    public ExpertKeys expertKeys() { return new ExpertKeys(true, true); }
+
+    public boolean ggufTiledValueHeads() { return true; }
+
     public TensorNames tensorNames() { return NAMES; }
 
     public Optional<HfLayout> hfLayout() { return Optional.of(HfLayout.hybrid("Qwen3_5MoeForConditionalGeneration")); }

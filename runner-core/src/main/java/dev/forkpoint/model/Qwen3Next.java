@@ -19,6 +19,11 @@ record Qwen3Next() implements Architecture.Spec {
 
     public boolean ggufNeoxRope() { return true; }
 
+    public boolean hybrid() { return true; }
+
+    /** config.json's norm_topk_prob defaults to true. */
+    public ExpertKeys expertKeys() { return new ExpertKeys(false, true); }
+
     public TensorNames tensorNames() { return NAMES; }
 
     public Architecture load(ModelConfig config, ModelTensors tensors, Backend backend, IntConsumer tensorLoaded) {

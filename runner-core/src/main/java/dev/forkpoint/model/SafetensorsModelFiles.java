@@ -47,7 +47,7 @@ final class SafetensorsModelFiles implements ModelFiles {
         this.displayName = displayName;
         HfConfig hf = HfConfig.read(folder.resolve(HfConfig.FILE));
         this.spec = Architectures.named(hf.modelType(), hf.file(), "model_type");
-        this.config = ModelConfig.fromHf(hf, spec.name());
+        this.config = ModelConfig.fromHf(hf, spec);
         this.tensors = new SafetensorsTensors(path, shards, hf.quantization(), hf.file(), spec.tensorNames());
         this.tokenizer = Tokenizer.fromPath(folder);
         this.chatTemplate = chatTemplate(folder);

@@ -11,6 +11,7 @@ import dev.forkpoint.format.safetensors.SafetensorsDtype;
 import dev.forkpoint.format.safetensors.SafetensorsFile;
 import dev.forkpoint.format.safetensors.SafetensorsShards;
 import dev.forkpoint.format.safetensors.SafetensorsTensor;
+import dev.forkpoint.model.Architectures;
 import dev.forkpoint.model.ModelConfig;
 import dev.forkpoint.reference.HfNaming;
 import dev.forkpoint.sampling.SamplingOptions;
@@ -60,7 +61,8 @@ class MlxRoundTripTest {
             }
             assertEquals(names.size(), out.tensors().size(), "no extra tensors");
 
-            ModelConfig a = ModelConfig.fromGguf(in, "llama", false), b = ModelConfig.fromGguf(out, "llama", false);
+            var llama = Architectures.find("llama").orElseThrow();
+            ModelConfig a = ModelConfig.fromGguf(in, llama), b = ModelConfig.fromGguf(out, llama);
             assertEquals(a.toString().replaceAll("@[0-9a-f]+", ""), b.toString().replaceAll("@[0-9a-f]+", ""));
             assertEquals(a.rope().freqBase(), b.rope().freqBase());
             assertEquals(in.getString("general.architecture"), out.getString("general.architecture"));

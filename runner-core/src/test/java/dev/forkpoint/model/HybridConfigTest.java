@@ -14,6 +14,7 @@ import java.util.function.Consumer;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -28,13 +29,18 @@ class HybridConfigTest {
     Path dir;
 
     private ModelConfig read(String model, Consumer<ObjectNode> edit) throws Exception {
+        return read(model, null, edit);
+    }
+
+    /** The tiny model's config.json, edited, read as architecture {@code arch} (null: its own model_type). */
+    private ModelConfig read(String model, String arch, Consumer<ObjectNode> edit) throws Exception {
         ObjectMapper json = new ObjectMapper();
         ObjectNode root = (ObjectNode) json.readTree(TestData.shared("models/qwen35-tiny-" + model + "/config.json").toFile());
         edit.accept(root);
         Path file = dir.resolve(model + "-" + System.nanoTime() + ".json");
         json.writeValue(file.toFile(), root);
         HfConfig hf = HfConfig.read(file);
-        return ModelConfig.fromHf(hf, Architectures.named(hf.modelType(), file, "model_type").name());
+        return ModelConfig.fromHf(hf, Architectures.named(arch != null ? arch : hf.modelType(), file, "model_type"));
     }
 
     private static ObjectNode text(ObjectNode root) { return (ObjectNode) root.get("text_config"); }
@@ -58,6 +64,28 @@ class HybridConfigTest {
         assertEquals(2, moe.experts().topK());
         assertEquals(48, moe.experts().sharedFfnDim());
         assertTrue(moe.experts().renormalize());
+    }
+
+    /**
+     * The one config.json read as each architecture: Qwen3.5-MoE routes every layer and renormalises whatever it
+     * says; Qwen3-Next honours norm_topk_prob (default true) and mlp_only_layers; Qwen3.5's default is false.
+     */
+    @Test
+    void theSpecSaysHowConfigJsonLaysOutTheExperts() throws Exception {
+        Consumer<ObjectNode> dense1 = r -> {
+            text(r).put("norm_topk_prob", false);
+            text(r).put("intermediate_size", 64);
+            text(r).putArray("mlp_only_layers").add(1);
+        };
+        ModelConfig fixed = read("moe", "qwen35moe", dense1);
+        assertTrue(fixed.experts().renormalize());
+        assertArrayEquals(new boolean[] {true, true, true, true}, fixed.experts().sparseLayers());
+        ModelConfig next = read("moe", "qwen3next", dense1);
+        assertFalse(next.experts().renormalize());
+        assertArrayEquals(new boolean[] {true, false, true, true}, next.experts().sparseLayers());
+        assertTrue(read("moe", "qwen3next", r -> text(r).remove("norm_topk_prob")).experts().renormalize());
+        assertFalse(read("moe", "qwen35", r -> text(r).remove("norm_topk_prob")).experts().renormalize());
+        assertTrue(read("moe", "qwen35", r -> text(r).put("norm_topk_prob", true)).experts().renormalize());
     }
 
     @Test
