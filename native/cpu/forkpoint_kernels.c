@@ -312,29 +312,7 @@ static inline __m512 pair_scales(const float* two) {
 /* Per token of a row: n accumulators and the odd last block's sum, then the sums written out. */
 #define FP_VNNI_TOKENS 16
 
-/*
- * The exported VNNI entry point of a kernel KIND over its body KIND_rows_vnni: one copy per token count 1 … 8 (with n
- * a constant the n accumulators are registers, not a stack array that every block pair reads and writes back — a
- * chain through memory that held one token's decode to half the bandwidth), the general body for more.
- */
-#define FP_VNNI_BY_TOKEN_COUNT(KIND)                                                                                  \
-    __attribute__((target(FP_VNNI)))                                                                                  \
-    FP_EXPORT void fp_##KIND##_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq,      \
-                                               const float* xd, int32_t n, float* out, int32_t out_stride) {          \
-        switch (n) {                                                                                                  \
-            case 1: KIND##_rows_vnni(w, blocks, rows, xq, xd, 1, out, out_stride); return;                            \
-            case 2: KIND##_rows_vnni(w, blocks, rows, xq, xd, 2, out, out_stride); return;                            \
-            case 3: KIND##_rows_vnni(w, blocks, rows, xq, xd, 3, out, out_stride); return;                            \
-            case 4: KIND##_rows_vnni(w, blocks, rows, xq, xd, 4, out, out_stride); return;                            \
-            case 5: KIND##_rows_vnni(w, blocks, rows, xq, xd, 5, out, out_stride); return;                            \
-            case 6: KIND##_rows_vnni(w, blocks, rows, xq, xd, 6, out, out_stride); return;                            \
-            case 7: KIND##_rows_vnni(w, blocks, rows, xq, xd, 7, out, out_stride); return;                            \
-            case 8: KIND##_rows_vnni(w, blocks, rows, xq, xd, 8, out, out_stride); return;                            \
-            default: KIND##_rows_vnni(w, blocks, rows, xq, xd, n, out, out_stride); return;                           \
-        }                                                                                                             \
-    }
-
-/* The body of fp_q8_0_rows_avx512vnni for a token count known at compile time (its accumulators then stay in registers). */
+/* The one-row Q8_0 body, left to rows of more than FP_Q4_0_SUMS blocks (every token count; see q8_0_rows16_vnni below). */
 __attribute__((target(FP_VNNI), always_inline))
 static inline void q8_0_rows_vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
                                        const int32_t n, float* out, int32_t out_stride) {
@@ -377,8 +355,6 @@ static inline void q8_0_rows_vnni(const uint8_t* w, int32_t blocks, int32_t rows
         for (int32_t t = 0; t < n; t++) out[(int64_t)t * out_stride + r] = hsum512(acc[t]) + tail[t];
     }
 }
-
-FP_VNNI_BY_TOKEN_COUNT(q8_0)
 
 /*
  * Q4_0: the two blocks' 16 code bytes become, in one register, [low nibbles b | high nibbles b | low b+1 | high b+1]
@@ -624,6 +600,200 @@ FP_EXPORT void fp_q4_0_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t
             FP_Q4_0_CASE(2) FP_Q4_0_CASE(3) FP_Q4_0_CASE(4)
             FP_Q4_0_CASE(5) FP_Q4_0_CASE(6) FP_Q4_0_CASE(7) FP_Q4_0_CASE(8) FP_Q4_0_CASE(16)
             default: q4_0_rows16_vnni(w, blocks, rows, xq, xd, nsum, m, out, out_stride); break;
+        }
+        xq += (int64_t)m * blocks * 32;
+        xd += (int64_t)m * blocks;
+        out += (int64_t)m * out_stride;
+    }
+}
+
+/*
+ * Q8_0 with sixteen rows in the sixteen int32 lanes (the form of q4_0_rows16_vnni): per tile of sixteen rows (the
+ * last one's missing rows read the slice's last row, and their lanes are not stored) and per block, the sixteen rows'
+ * 32 code bytes transposed once (fp_codes16 at bytes 2 and 18) into eight dword registers (lane j = row j) and biased
+ * to q + 128 (xor 0x80, unsigned); every token of the call then takes eight vpdpbusd of them by its broadcast
+ * activation dwords, starting from −128·Σx of its block, so the int32 is Σ q·x, exact (|Σ (q + 128)·x| ≤ 32·255·128),
+ * and one multiply-add (d_w·d_x) into its accumulator, in block order. The scales of two blocks come from one 64-byte
+ * load per row (q8_0_scales16x2, the permutes of q4_0_scales16x4; the gather for an odd last block: the same f16
+ * values, so the same bits). While a tile is read, the next tile's codes are prefetched into L2 as one stream.
+ */
+/* s[t·blocks + k] = −128 · Σ of token t's 32 activation codes of block k (|Σ| ≤ 32·128: exact). */
+__attribute__((target(FP_VNNI)))
+static void q8_0_neg_sums(const int8_t* xq, int32_t blocks, int32_t n, int32_t* s) {
+    q4_0_neg_sums(xq, blocks, n, s);
+    for (int64_t i = 0; i < (int64_t)n * blocks; i++) s[i] *= 16;   /* −8·Σ · 16, exact */
+}
+
+/* Dwords 0 and 8 of two 64-byte rows: the f16 scales of two consecutive Q8_0 blocks (bytes 0 and 34: the low half of
+   dword 0, the high half of dword 8). */
+static const int32_t FP_Q8_0_SCALE_DWORDS[16] = {0, 8, 0, 8, 16, 24, 16, 24};
+
+/*
+ * The f16 scales of the blocks at byte offsets o and o + 34 of sixteen rows (p[j]: row j), as floats: dw[i] lane j =
+ * row j's scale of block i. One 64-byte load per row, dwords 0 and 8 of rows m and 4 + m picked into z[m] (128-bit
+ * lane L = row 4L + m), the in-lane dword transpose of fp_codes16 (its first two results), then the halves picked
+ * into words (FP_Q4_0_SCALE_WORDS: low halves of dword 0, high halves of dword 8).
+ */
+__attribute__((target(FP_VNNI), always_inline))
+static inline void q8_0_scales16x2(const uint8_t* const* p, int64_t o, __m512 dw[2]) {
+    const __m512i pick = _mm512_loadu_si512((const void*)FP_Q8_0_SCALE_DWORDS);
+    __m512i z[4];
+    for (int m = 0; m < 4; m++) {
+        __m512i a = _mm512_permutex2var_epi32(_mm512_loadu_si512((const void*)(p[m] + o)), pick,
+                                              _mm512_loadu_si512((const void*)(p[4 + m] + o)));
+        __m512i b = _mm512_permutex2var_epi32(_mm512_loadu_si512((const void*)(p[8 + m] + o)), pick,
+                                              _mm512_loadu_si512((const void*)(p[12 + m] + o)));
+        z[m] = _mm512_inserti64x4(a, _mm512_castsi512_si256(b), 1);
+    }
+    __m512i a0 = _mm512_unpacklo_epi32(z[0], z[1]), a2 = _mm512_unpacklo_epi32(z[2], z[3]);
+    const __m512i words = _mm512_loadu_si512((const void*)FP_Q4_0_SCALE_WORDS);
+    __m512i f01 = _mm512_permutex2var_epi16(_mm512_unpacklo_epi64(a0, a2), words, _mm512_unpackhi_epi64(a0, a2));
+    dw[0] = _mm512_cvtph_ps(_mm512_castsi512_si256(f01));
+    dw[1] = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(f01, 1));
+}
+
+__attribute__((target(FP_VNNI), always_inline))
+static inline void q8_0_rows16_vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
+                                    const int32_t* nsum, const int32_t n, float* out, int32_t out_stride) {
+    const __m512i bias = _mm512_set1_epi8((char)0x80);
+    const int64_t row_bytes = (int64_t)blocks * 34;
+    for (int32_t r0 = 0; r0 < rows; r0 += 16) {
+        const uint8_t* code[16];
+        int32_t index[16];
+        for (int j = 0; j < 16; j++) {
+            int64_t r = r0 + j < rows ? r0 + j : rows - 1;
+            code[j] = w + r * row_bytes;
+            index[j] = (int32_t)((r - r0) * row_bytes);
+        }
+        const __m512i at = _mm512_loadu_si512((const void*)index);
+        const __mmask16 live = rows - r0 >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (rows - r0)) - 1);
+        __m512 acc[FP_MAX_TOKENS];
+#pragma GCC unroll 16
+        for (int32_t t = 0; t < n; t++) acc[t] = _mm512_setzero_ps();
+        const int32_t whole = blocks & ~1;   /* blocks whose scales come two at a time */
+        __m512 two[2];
+        for (int32_t k = 0; k < blocks; k++) {
+            const int64_t o = (int64_t)k * 34;
+            if (r0 + 16 < rows) {   /* the next tile (16 contiguous rows) as one stream, 16 blocks' bytes per block */
+                const uint8_t* ahead = w + (int64_t)(r0 + 16) * row_bytes + o * 16;
+                for (int l = 0; l < 34 * 16; l += 64) __builtin_prefetch(ahead + l, 0, 2);
+            }
+            __m512i q[8];
+            fp_codes16(code, o + 2, q);
+            fp_codes16(code, o + 18, q + 4);
+            for (int i = 0; i < 8; i++) q[i] = _mm512_xor_si512(q[i], bias);
+            if ((k & 1) == 0 && k < whole) q8_0_scales16x2(code, o, two);
+            __m512 dw;   /* lane j: row j's scale of block k */
+            if (k < whole) {
+                dw = two[k & 1];
+            } else {
+                const __m512i raw = _mm512_i32gather_epi32(at, (const void*)(code[0] + o), 1);
+                dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(raw));
+            }
+#pragma GCC unroll 16
+            for (int32_t t = 0; t < n; t++) {
+                const int8_t* x = xq + ((int64_t)t * blocks + k) * 32;
+                int32_t v;
+                __m512i dot = _mm512_set1_epi32(nsum[(int64_t)t * blocks + k]);
+                for (int i = 0; i < 8; i++) {
+                    memcpy(&v, x + 4 * i, sizeof v);
+                    dot = _mm512_dpbusd_epi32(dot, q[i], _mm512_set1_epi32(v));
+                }
+                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, _mm512_set1_ps(xd[(int64_t)t * blocks + k])), acc[t]);
+            }
+        }
+#pragma GCC unroll 16
+        for (int32_t t = 0; t < n; t++) _mm512_mask_storeu_ps(out + (int64_t)t * out_stride + r0, live, acc[t]);
+    }
+}
+
+/*
+ * One token (a decode step), the whole tiles of sixteen rows: the same integers and multiply-adds per row and block as
+ * q8_0_rows16_vnni (so the same bits), without the code transpose (as q4_0_tiles16_one_token_vnni): each row's code
+ * bytes 0–15 and 16–31 stay in a 128-bit lane (lane L of z[m] = row 4L + m), meet the token's activation bytes
+ * broadcast to every lane, and each lane's four partial dwords are summed into lane 4L + m; −128·Σx added last,
+ * exact in int32. Returns the rows done.
+ */
+__attribute__((target(FP_VNNI)))
+static int32_t q8_0_tiles16_one_token_vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq,
+                                           const float* xd, const int32_t* nsum, float* out) {
+    const __m512i bias = _mm512_set1_epi8((char)0x80);
+    const int64_t rb = (int64_t)blocks * 34, rb4 = 4 * rb, rb8 = 8 * rb, rb12 = 12 * rb;
+    const int32_t whole = blocks & ~1;
+    const int far = blocks > 64;   /* a tile larger than L1 (sixteen rows of more than 2048 columns) */
+    int32_t index[16];
+    for (int j = 0; j < 16; j++) index[j] = (int32_t)(j * rb);
+    const __m512i at = _mm512_loadu_si512((const void*)index);
+    int32_t r0 = 0;
+    for (; r0 + 16 <= rows; r0 += 16) {
+        const uint8_t* tile = w + (int64_t)r0 * rb;
+        __m512 acc = _mm512_setzero_ps();
+        __m512 two[2];
+        for (int32_t k = 0; k < blocks; k++) {
+            const int64_t o = (int64_t)k * 34;
+            const uint8_t* p[4] = {tile + o, tile + rb + o, tile + 2 * rb + o, tile + 3 * rb + o};
+            if (r0 + 16 < rows) {   /* the next tile as one stream, as q8_0_rows16_vnni */
+                const uint8_t* ahead = tile + 16 * rb + o * 16;
+                for (int l = 0; l < 34 * 16; l += 64) __builtin_prefetch(ahead + l, 0, 2);
+            }
+            if (far && (k & 1) == 0 && k + 8 < blocks) {   /* this tile's rows into L1, eight blocks ahead */
+                for (int j = 0; j < 16; j++) __builtin_prefetch(tile + j * rb + o + 8 * 34, 0, 3);
+            }
+            __m512 dw;   /* lane j: row j's scale of block k */
+            if (k < whole) {
+                if ((k & 1) == 0) {
+                    const uint8_t* code[16] = {p[0], p[1], p[2], p[3], p[0] + rb4, p[1] + rb4, p[2] + rb4, p[3] + rb4,
+                                               p[0] + rb8, p[1] + rb8, p[2] + rb8, p[3] + rb8,
+                                               p[0] + rb12, p[1] + rb12, p[2] + rb12, p[3] + rb12};
+                    q8_0_scales16x2(code, 0, two);
+                }
+                dw = two[k & 1];
+            } else {
+                dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(at, (const void*)p[0], 1)));
+            }
+            const int8_t* x = xq + (int64_t)k * 32;
+            const __m512i xlo = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i*)x));
+            const __m512i xhi = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i*)(x + 16)));
+            __m512i e[4];
+            for (int m = 0; m < 4; m++) {
+                const __m512i lo = _mm512_xor_si512(fp_rows4(p[m] + 2, rb4, rb8, rb12), bias);
+                const __m512i hi = _mm512_xor_si512(fp_rows4(p[m] + 18, rb4, rb8, rb12), bias);
+                e[m] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xlo), hi, xhi);
+            }
+            const __m512i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(e[0], e[1]), _mm512_unpackhi_epi32(e[0], e[1]));
+            const __m512i s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(e[2], e[3]), _mm512_unpackhi_epi32(e[2], e[3]));
+            const __m512i dot = _mm512_add_epi32(_mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23)),
+                                                 _mm512_set1_epi32(nsum[k]));
+            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, _mm512_set1_ps(xd[k])), acc);
+        }
+        _mm512_storeu_ps(out + r0, acc);
+    }
+    return r0;
+}
+
+#define FP_Q8_0_CASE(N) case N: q8_0_rows16_vnni(w, blocks, rows, xq, xd, nsum, N, out, out_stride); break;
+
+/* One copy per token count 2 … 8 and 16, the general body for the rest, one token on its own path; tokens in passes of
+ * what the sums hold (as fp_q4_0_rows_avx512vnni). */
+__attribute__((target(FP_VNNI)))
+FP_EXPORT void fp_q8_0_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq,
+                                       const float* xd, int32_t n, float* out, int32_t out_stride) {
+    if (blocks > FP_Q4_0_SUMS) {   /* rows of more than 262144 columns: the one-row body, for every token count */
+        q8_0_rows_vnni(w, blocks, rows, xq, xd, n, out, out_stride);
+        return;
+    }
+    int32_t nsum[FP_Q4_0_SUMS];
+    const int32_t pass = FP_Q4_0_SUMS / blocks;
+    for (int32_t t0 = 0; t0 < n; t0 += pass) {
+        const int32_t m = n - t0 < pass ? n - t0 : pass;
+        q8_0_neg_sums(xq, blocks, m, nsum);
+        if (m == 1) {   /* a decode step: whole tiles without the transpose, the last rows as any other count */
+            const int32_t done = q8_0_tiles16_one_token_vnni(w, blocks, rows, xq, xd, nsum, out);
+            if (done < rows) q8_0_rows16_vnni(w + (int64_t)done * blocks * 34, blocks, rows - done, xq, xd, nsum, 1, out + done, out_stride);
+        } else switch (m) {
+            FP_Q8_0_CASE(2) FP_Q8_0_CASE(3) FP_Q8_0_CASE(4)
+            FP_Q8_0_CASE(5) FP_Q8_0_CASE(6) FP_Q8_0_CASE(7) FP_Q8_0_CASE(8) FP_Q8_0_CASE(16)
+            default: q8_0_rows16_vnni(w, blocks, rows, xq, xd, nsum, m, out, out_stride); break;
         }
         xq += (int64_t)m * blocks * 32;
         xd += (int64_t)m * blocks;

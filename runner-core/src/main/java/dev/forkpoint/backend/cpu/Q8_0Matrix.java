@@ -62,9 +62,10 @@ final class Q8_0Matrix implements PackedMatrix {
         KernelSupport.checkMultiply(this, firstRow, rowCount, x, n, out);
         Q8Activations a = Q8Activations.q8_0(x, n, cols);
         if (nativeKernels != null) {   // decode and prefill alike: a token's results do not depend on n
+            // slices in whole 16-row tiles (the VNNI kernel holds sixteen rows in its lanes)
             byte[] codes = a.codes();
             float[] scales = a.d();
-            pool.runRanges(rowCount, KernelSupport.parts(pool), 8, (from, to) -> nativeKernels.q8_0(data,
+            pool.runRanges(rowCount, KernelSupport.parts(pool), 16, (from, to) -> nativeKernels.q8_0(data,
                     (long) (firstRow + from) * blocks * BYTES, blocks, to - from, codes, scales, n, out, from, rowCount));
             return;
         }

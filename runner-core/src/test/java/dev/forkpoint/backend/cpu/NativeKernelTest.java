@@ -51,7 +51,7 @@ class NativeKernelTest {
         NativeKernels k = fixture.kernels(v);
         Random rnd = new Random(3);
         for (GgmlType type : new GgmlType[] {GgmlType.Q8_0, GgmlType.Q4_0}) {
-            int rows = 13, cols = 32 * 7;
+            int rows = 29, cols = 32 * 7;   // a whole 16-row tile and a partial one, an odd last block
             // weights whose blocks quantise to scale 1: integers with the block's extreme at 127 (Q8_0) or −8 (Q4_0)
             float[] w = new float[rows * cols];
             for (int b = 0; b < w.length / 32; b++) {
@@ -85,7 +85,7 @@ class NativeKernelTest {
     void realScalesAreWithinFloatRoundingOfTheJavaKernelsAndOfDouble(NativeKernels.Variant v) {
         NativeKernels k = fixture.kernels(v);
         Random rnd = new Random(17);
-        int[][] shapes = {{1, 32}, {7, 64}, {37, 96 + 32 * 3}, {129, 32 * 45}, {5, 4096}, {3, 32 * 600}};   // 600 blocks: Q4_0 VNNI in passes of 13 tokens
+        int[][] shapes = {{1, 32}, {7, 64}, {37, 96 + 32 * 3}, {129, 32 * 45}, {5, 4096}, {3, 32 * 600}};   // 600 blocks: the Q4_0 and Q8_0 VNNI kernels in passes of 13 tokens; 45 blocks: an odd last block (its scales gathered)
         for (GgmlType type : new GgmlType[] {GgmlType.Q8_0, GgmlType.Q4_0}) {
             for (int[] shape : shapes) {
                 int rows = shape[0], cols = shape[1], blocks = cols / 32;
@@ -124,7 +124,7 @@ class NativeKernelTest {
         NativeKernels k = fixture.kernels(v);
         Random rnd = new Random(29);
         // 41 rows go as slices of 16, 16 and 9 rows, the slice from row 5 as 16 and 7: whole and partial 16-row tiles
-        // of the Q4_0 VNNI kernel, each row in another lane than in the whole
+        // of the Q4_0 and Q8_0 VNNI kernels, each row in another lane than in the whole
         int rows = 41, cols = 32 * 9;
         for (GgmlType type : new GgmlType[] {GgmlType.Q8_0, GgmlType.Q4_0}) {
             float[] w = new float[rows * cols];
