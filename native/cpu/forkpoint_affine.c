@@ -576,9 +576,7 @@ static inline void affine_rows_vnni(const int bits, const int32_t kind, const ui
                         e[m] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, _mm512_and_si512(z, low), xlo),
                                                    _mm512_and_si512(_mm512_srli_epi32(z, 4), low), xhi);
                     }
-                    const __m512i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(e[0], e[1]), _mm512_unpackhi_epi32(e[0], e[1]));
-                    const __m512i s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(e[2], e[3]), _mm512_unpackhi_epi32(e[2], e[3]));
-                    const __m512i dot = _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23));
+                    const __m512i dot = fp_row_sums16(e);
                     acc[0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(sk, _mm512_set1_ps(xd[k])), acc[0]);
                     continue;
                 }

@@ -566,10 +566,7 @@ static int32_t q4_0_tiles16_one_token_vnni(const uint8_t* w, int32_t blocks, int
                 e[m] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(z, low), xlo),
                                            _mm512_and_si512(_mm512_srli_epi32(z, 4), low), xhi);
             }
-            const __m512i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(e[0], e[1]), _mm512_unpackhi_epi32(e[0], e[1]));
-            const __m512i s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(e[2], e[3]), _mm512_unpackhi_epi32(e[2], e[3]));
-            const __m512i dot = _mm512_add_epi32(_mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23)),
-                                                 _mm512_set1_epi32(nsum[k]));
+            const __m512i dot = _mm512_add_epi32(fp_row_sums16(e), _mm512_set1_epi32(nsum[k]));
             acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, _mm512_set1_ps(xd[k])), acc);
         }
         _mm512_storeu_ps(out + r0, acc);
@@ -577,35 +574,43 @@ static int32_t q4_0_tiles16_one_token_vnni(const uint8_t* w, int32_t blocks, int
     return r0;
 }
 
-#define FP_Q4_0_CASE(N) case N: q4_0_rows16_vnni(w, blocks, rows, xq, xd, nsum, N, out, out_stride); break;
+/*
+ * The entry of a sixteen-rows VNNI kernel (Q4_0, Q8_0: KIND##_rows16_vnni, KIND##_tiles16_one_token_vnni,
+ * KIND##_neg_sums, the one-row KIND##_rows_vnni; blocks of BYTES bytes): one copy per token count 2 … 8 and 16, the
+ * general body for the rest, one token on its own path (whole tiles without the transpose, the last rows as any other
+ * count); tokens in passes of what the sums hold; rows of more than FP_Q4_0_SUMS blocks (262144 columns) take the
+ * one-row body for every token count, so the form still depends on the matrix only.
+ */
+#define FP_ROWS16_CASE(KIND, N) case N: KIND##_rows16_vnni(w, blocks, rows, xq, xd, nsum, N, out, out_stride); break;
+#define FP_ROWS16_VNNI_ENTRY(KIND, BYTES)                                                                               \
+    __attribute__((target(FP_VNNI)))                                                                                  \
+    FP_EXPORT void fp_##KIND##_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq,      \
+                                               const float* xd, int32_t n, float* out, int32_t out_stride) {          \
+        if (blocks > FP_Q4_0_SUMS) {                                                                                  \
+            KIND##_rows_vnni(w, blocks, rows, xq, xd, n, out, out_stride);                                            \
+            return;                                                                                                   \
+        }                                                                                                             \
+        int32_t nsum[FP_Q4_0_SUMS];                                                                                   \
+        const int32_t pass = FP_Q4_0_SUMS / blocks;                                                                   \
+        for (int32_t t0 = 0; t0 < n; t0 += pass) {                                                                    \
+            const int32_t m = n - t0 < pass ? n - t0 : pass;                                                          \
+            KIND##_neg_sums(xq, blocks, m, nsum);                                                                     \
+            if (m == 1) {                                                                                             \
+                const int32_t done = KIND##_tiles16_one_token_vnni(w, blocks, rows, xq, xd, nsum, out);               \
+                if (done < rows) KIND##_rows16_vnni(w + (int64_t)done * blocks * (BYTES), blocks, rows - done, xq, xd, \
+                                                    nsum, 1, out + done, out_stride);                                 \
+            } else switch (m) {                                                                                       \
+                FP_ROWS16_CASE(KIND, 2) FP_ROWS16_CASE(KIND, 3) FP_ROWS16_CASE(KIND, 4) FP_ROWS16_CASE(KIND, 5)       \
+                FP_ROWS16_CASE(KIND, 6) FP_ROWS16_CASE(KIND, 7) FP_ROWS16_CASE(KIND, 8) FP_ROWS16_CASE(KIND, 16)      \
+                default: KIND##_rows16_vnni(w, blocks, rows, xq, xd, nsum, m, out, out_stride); break;                \
+            }                                                                                                         \
+            xq += (int64_t)m * blocks * 32;                                                                           \
+            xd += (int64_t)m * blocks;                                                                                \
+            out += (int64_t)m * out_stride;                                                                           \
+        }                                                                                                             \
+    }
 
-/* One copy per token count 2 … 8 and 16, the general body for the rest, one token on its own path; tokens in passes of
- * what the sums hold. */
-__attribute__((target(FP_VNNI)))
-FP_EXPORT void fp_q4_0_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq,
-                                       const float* xd, int32_t n, float* out, int32_t out_stride) {
-    if (blocks > FP_Q4_0_SUMS) {   /* rows of more than 262144 columns: the one-row body, for every token count */
-        q4_0_rows_vnni(w, blocks, rows, xq, xd, n, out, out_stride);
-        return;
-    }
-    int32_t nsum[FP_Q4_0_SUMS];
-    const int32_t pass = FP_Q4_0_SUMS / blocks;
-    for (int32_t t0 = 0; t0 < n; t0 += pass) {
-        const int32_t m = n - t0 < pass ? n - t0 : pass;
-        q4_0_neg_sums(xq, blocks, m, nsum);
-        if (m == 1) {   /* a decode step: whole tiles without the transpose, the last rows as any other count */
-            const int32_t done = q4_0_tiles16_one_token_vnni(w, blocks, rows, xq, xd, nsum, out);
-            if (done < rows) q4_0_rows16_vnni(w + (int64_t)done * blocks * 18, blocks, rows - done, xq, xd, nsum, 1, out + done, out_stride);
-        } else switch (m) {
-            FP_Q4_0_CASE(2) FP_Q4_0_CASE(3) FP_Q4_0_CASE(4)
-            FP_Q4_0_CASE(5) FP_Q4_0_CASE(6) FP_Q4_0_CASE(7) FP_Q4_0_CASE(8) FP_Q4_0_CASE(16)
-            default: q4_0_rows16_vnni(w, blocks, rows, xq, xd, nsum, m, out, out_stride); break;
-        }
-        xq += (int64_t)m * blocks * 32;
-        xd += (int64_t)m * blocks;
-        out += (int64_t)m * out_stride;
-    }
-}
+FP_ROWS16_VNNI_ENTRY(q4_0, 18)
 
 /*
  * Q8_0 with sixteen rows in the sixteen int32 lanes (the form of q4_0_rows16_vnni): per tile of sixteen rows (the
@@ -760,10 +765,7 @@ static int32_t q8_0_tiles16_one_token_vnni(const uint8_t* w, int32_t blocks, int
                 const __m512i hi = _mm512_xor_si512(fp_rows4(p[m] + 18, rb4, rb8, rb12), bias);
                 e[m] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xlo), hi, xhi);
             }
-            const __m512i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(e[0], e[1]), _mm512_unpackhi_epi32(e[0], e[1]));
-            const __m512i s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(e[2], e[3]), _mm512_unpackhi_epi32(e[2], e[3]));
-            const __m512i dot = _mm512_add_epi32(_mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23)),
-                                                 _mm512_set1_epi32(nsum[k]));
+            const __m512i dot = _mm512_add_epi32(fp_row_sums16(e), _mm512_set1_epi32(nsum[k]));
             acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, _mm512_set1_ps(xd[k])), acc);
         }
         _mm512_storeu_ps(out + r0, acc);
@@ -771,35 +773,7 @@ static int32_t q8_0_tiles16_one_token_vnni(const uint8_t* w, int32_t blocks, int
     return r0;
 }
 
-#define FP_Q8_0_CASE(N) case N: q8_0_rows16_vnni(w, blocks, rows, xq, xd, nsum, N, out, out_stride); break;
-
-/* One copy per token count 2 … 8 and 16, the general body for the rest, one token on its own path; tokens in passes of
- * what the sums hold (as fp_q4_0_rows_avx512vnni). */
-__attribute__((target(FP_VNNI)))
-FP_EXPORT void fp_q8_0_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq,
-                                       const float* xd, int32_t n, float* out, int32_t out_stride) {
-    if (blocks > FP_Q4_0_SUMS) {   /* rows of more than 262144 columns: the one-row body, for every token count */
-        q8_0_rows_vnni(w, blocks, rows, xq, xd, n, out, out_stride);
-        return;
-    }
-    int32_t nsum[FP_Q4_0_SUMS];
-    const int32_t pass = FP_Q4_0_SUMS / blocks;
-    for (int32_t t0 = 0; t0 < n; t0 += pass) {
-        const int32_t m = n - t0 < pass ? n - t0 : pass;
-        q8_0_neg_sums(xq, blocks, m, nsum);
-        if (m == 1) {   /* a decode step: whole tiles without the transpose, the last rows as any other count */
-            const int32_t done = q8_0_tiles16_one_token_vnni(w, blocks, rows, xq, xd, nsum, out);
-            if (done < rows) q8_0_rows16_vnni(w + (int64_t)done * blocks * 34, blocks, rows - done, xq, xd, nsum, 1, out + done, out_stride);
-        } else switch (m) {
-            FP_Q8_0_CASE(2) FP_Q8_0_CASE(3) FP_Q8_0_CASE(4)
-            FP_Q8_0_CASE(5) FP_Q8_0_CASE(6) FP_Q8_0_CASE(7) FP_Q8_0_CASE(8) FP_Q8_0_CASE(16)
-            default: q8_0_rows16_vnni(w, blocks, rows, xq, xd, nsum, m, out, out_stride); break;
-        }
-        xq += (int64_t)m * blocks * 32;
-        xd += (int64_t)m * blocks;
-        out += (int64_t)m * out_stride;
-    }
-}
+FP_ROWS16_VNNI_ENTRY(q8_0, 34)
 #endif /* FP_X86 */
 
 /* ---- arm64: NEON ----------------------------------------------------------------------------------------------- */

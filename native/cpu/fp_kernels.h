@@ -196,6 +196,17 @@ static inline __m512i fp_rows4(const uint8_t* p, int64_t s4, int64_t s8, int64_t
     return _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
 }
 
+/*
+ * The one-token kernels' row sums: e[m] 128-bit lane L holds four partial dwords of row 4L + m (fp_rows4's layout);
+ * two unpack-and-add steps give lane j the sum of row j's four, in a fixed order (exact in int32).
+ */
+__attribute__((target(FP_VNNI), always_inline))
+static inline __m512i fp_row_sums16(const __m512i e[4]) {
+    const __m512i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(e[0], e[1]), _mm512_unpackhi_epi32(e[0], e[1]));
+    const __m512i s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(e[2], e[3]), _mm512_unpackhi_epi32(e[2], e[3]));
+    return _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23));
+}
+
 #endif
 
 #endif
