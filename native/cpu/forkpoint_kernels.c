@@ -412,6 +412,28 @@ static inline void q4_0_rows_vnni(const uint8_t* w, int32_t blocks, int32_t rows
 }
 
 /*
+ * Block k of a sixteen-rows tile for every token of the call (Q4_0, Q8_0): q[0 … 7] the tile's unsigned codes as the
+ * eight activation dwords of a block meet them (lane j = row j), dw the rows' scales; token t's int32 starts from
+ * nsum[t·blocks + k] (the kind's correction, so the sum is exact), takes eight vpdpbusd by its broadcast activation
+ * dwords and goes into acc[t] by one multiply-add (d_w·d_x): the block order of every (row, token).
+ */
+__attribute__((target(FP_VNNI), always_inline))
+static inline void fp_block16_tokens(const __m512i q[8], __m512 dw, const int8_t* xq, const float* xd, const int32_t* nsum,
+                                     int32_t blocks, int32_t k, const int32_t n, __m512* acc) {
+#pragma GCC unroll 16
+    for (int32_t t = 0; t < n; t++) {
+        const int8_t* x = xq + ((int64_t)t * blocks + k) * 32;
+        int32_t v;
+        __m512i dot = _mm512_set1_epi32(nsum[(int64_t)t * blocks + k]);
+        for (int i = 0; i < 8; i++) {
+            memcpy(&v, x + 4 * i, sizeof v);
+            dot = _mm512_dpbusd_epi32(dot, q[i], _mm512_set1_epi32(v));
+        }
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, _mm512_set1_ps(xd[(int64_t)t * blocks + k])), acc[t]);
+    }
+}
+
+/*
  * Q4_0 with sixteen rows in the sixteen int32 lanes (as the 4-bit affine kernel, forkpoint_affine.c): per tile of
  * sixteen rows (the last one's missing rows read the slice's last row, and their lanes are not stored) and per block,
  * the sixteen rows' 16 code bytes transposed once into four dword registers (lane j = row j), split into the low
@@ -498,17 +520,7 @@ static inline void q4_0_rows16_vnni(const uint8_t* w, int32_t blocks, int32_t ro
                 const __m512i raw = _mm512_i32gather_epi32(at, (const void*)(code[0] + o), 1);
                 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(raw));
             }
-#pragma GCC unroll 16
-            for (int32_t t = 0; t < n; t++) {
-                const int8_t* x = xq + ((int64_t)t * blocks + k) * 32;
-                int32_t v;
-                __m512i dot = _mm512_set1_epi32(nsum[(int64_t)t * blocks + k]);
-                for (int i = 0; i < 8; i++) {
-                    memcpy(&v, x + 4 * i, sizeof v);
-                    dot = _mm512_dpbusd_epi32(dot, q[i], _mm512_set1_epi32(v));
-                }
-                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, _mm512_set1_ps(xd[(int64_t)t * blocks + k])), acc[t]);
-            }
+            fp_block16_tokens(q, dw, xq, xd, nsum, blocks, k, n, acc);
         }
 #pragma GCC unroll 16
         for (int32_t t = 0; t < n; t++) _mm512_mask_storeu_ps(out + (int64_t)t * out_stride + r0, live, acc[t]);
@@ -695,17 +707,7 @@ static inline void q8_0_rows16_vnni(const uint8_t* w, int32_t blocks, int32_t ro
                 const __m512i raw = _mm512_i32gather_epi32(at, (const void*)(code[0] + o), 1);
                 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(raw));
             }
-#pragma GCC unroll 16
-            for (int32_t t = 0; t < n; t++) {
-                const int8_t* x = xq + ((int64_t)t * blocks + k) * 32;
-                int32_t v;
-                __m512i dot = _mm512_set1_epi32(nsum[(int64_t)t * blocks + k]);
-                for (int i = 0; i < 8; i++) {
-                    memcpy(&v, x + 4 * i, sizeof v);
-                    dot = _mm512_dpbusd_epi32(dot, q[i], _mm512_set1_epi32(v));
-                }
-                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, _mm512_set1_ps(xd[(int64_t)t * blocks + k])), acc[t]);
-            }
+            fp_block16_tokens(q, dw, xq, xd, nsum, blocks, k, n, acc);
         }
 #pragma GCC unroll 16
         for (int32_t t = 0; t < n; t++) _mm512_mask_storeu_ps(out + (int64_t)t * out_stride + r0, live, acc[t]);
