@@ -412,6 +412,15 @@ static inline void q4_0_rows_vnni(const uint8_t* w, int32_t blocks, int32_t rows
 }
 
 /*
+ * The f16 scales at byte offsets at[j] from p (sixteen rows' scales of one block: lane j = row j) as floats, by one
+ * gather: the sixteen-rows kernels' scales where the 64-byte loads of several blocks do not reach (a row's last blocks).
+ */
+__attribute__((target(FP_VNNI), always_inline))
+static inline __m512 fp_scales16_gather(__m512i at, const uint8_t* p) {
+    return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(at, (const void*)p, 1)));
+}
+
+/*
  * Block k of a sixteen-rows tile for every token of the call (Q4_0, Q8_0): q[0 … 7] the tile's unsigned codes as the
  * eight activation dwords of a block meet them (lane j = row j), dw the rows' scales; token t's int32 starts from
  * nsum[t·blocks + k] (the kind's correction, so the sum is exact), takes eight vpdpbusd by its broadcast activation
@@ -517,8 +526,7 @@ static inline void q4_0_rows16_vnni(const uint8_t* w, int32_t blocks, int32_t ro
             if (k < whole) {
                 dw = four[k & 3];
             } else {
-                const __m512i raw = _mm512_i32gather_epi32(at, (const void*)(code[0] + o), 1);
-                dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(raw));
+                dw = fp_scales16_gather(at, code[0] + o);
             }
             fp_block16_tokens(q, dw, xq, xd, nsum, blocks, k, n, acc);
         }
@@ -567,7 +575,7 @@ static int32_t q4_0_tiles16_one_token_vnni(const uint8_t* w, int32_t blocks, int
                 }
                 dw = four[k & 3];
             } else {
-                dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(at, (const void*)p[0], 1)));
+                dw = fp_scales16_gather(at, p[0]);
             }
             const int8_t* x = xq + (int64_t)k * 32;
             const __m512i xlo = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i*)x));
@@ -704,8 +712,7 @@ static inline void q8_0_rows16_vnni(const uint8_t* w, int32_t blocks, int32_t ro
             if (k < whole) {
                 dw = two[k & 1];
             } else {
-                const __m512i raw = _mm512_i32gather_epi32(at, (const void*)(code[0] + o), 1);
-                dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(raw));
+                dw = fp_scales16_gather(at, code[0] + o);
             }
             fp_block16_tokens(q, dw, xq, xd, nsum, blocks, k, n, acc);
         }
@@ -756,7 +763,7 @@ static int32_t q8_0_tiles16_one_token_vnni(const uint8_t* w, int32_t blocks, int
                 }
                 dw = two[k & 1];
             } else {
-                dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(at, (const void*)p[0], 1)));
+                dw = fp_scales16_gather(at, p[0]);
             }
             const int8_t* x = xq + (int64_t)k * 32;
             const __m512i xlo = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i*)x));

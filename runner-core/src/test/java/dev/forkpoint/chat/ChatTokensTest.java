@@ -101,38 +101,20 @@ class ChatTokensTest {
 
     @Test
     void onlyTheEndsWantedAreFoundAndAChatWantingNoneIsRenderedOnce() {
-        int[] renders = {0};
-        StubTokenizer stub = new StubTokenizer(null, "<|im_end|>", false);
-        Tokenizer counting = new Tokenizer() {   // a render reads eos_token once: count the renders by it
-            public String model() { return stub.model(); }
-            public int vocabSize() { return stub.vocabSize(); }
-            public int[] encode(String text, boolean addSpecial, boolean parseSpecial) { return stub.encode(text, addSpecial, parseSpecial); }
-            public String decode(int[] ids) { return stub.decode(ids); }
-            public byte[] tokenBytes(int id) { return stub.tokenBytes(id); }
-            public String piece(int id) {
-                if (id == stub.eosId()) renders[0]++;
-                return stub.piece(id);
-            }
-            public int bosId() { return stub.bosId(); }
-            public int eosId() { return stub.eosId(); }
-            public int eotId() { return stub.eotId(); }
-            public boolean addsBos() { return stub.addsBos(); }
-            public boolean addsEos() { return stub.addsEos(); }
-            public boolean isEndOfGeneration(int id) { return stub.isEndOfGeneration(id); }
-        };
+        RenderCountingTokenizer counting = new RenderCountingTokenizer("<|im_end|>");   // counts renders by the eos_token each reads
         ChatTemplate template = ChatTemplate.of(Templates.resource("qwen2_5.jinja"), counting);
         List<ChatMessage> dialog = DIALOGS.get(2);
         RenderedChat all = template.render(dialog, List.of(), true, ThinkMode.DEFAULT);
         // the chat, the chat with marks, then two messages for each (previous, own) shape not met before: user after
         // nothing, assistant after user, user after assistant
-        assertEquals(2 + 3, renders[0], "the chat, with marks, and one two-message render per shape");
+        assertEquals(2 + 3, counting.renders, "the chat, with marks, and one two-message render per shape");
         assertArrayEquals(template.renderByPrefixes(dialog, List.of(), true, ThinkMode.DEFAULT).messageEnds(), all.messageEnds());
-        renders[0] = 0;
+        counting.renders = 0;
         assertArrayEquals(all.messageEnds(), template.render(dialog, List.of(), true, ThinkMode.DEFAULT).messageEnds());
-        assertEquals(2, renders[0], "again: the chat and the chat with marks, however many messages");
-        renders[0] = 0;
+        assertEquals(2, counting.renders, "again: the chat and the chat with marks, however many messages");
+        counting.renders = 0;
         RenderedChat two = template.render(dialog, List.of(), true, ThinkMode.DEFAULT, 2);
-        assertEquals(2, renders[0]);
+        assertEquals(2, counting.renders);
         assertEquals(all.prompt(), two.prompt());
         int n = dialog.size();
         int[] want = new int[n];
@@ -141,9 +123,9 @@ class ChatTokensTest {
         want[n - 1] = all.messageEnds()[n - 1];
         assertTrue(want[n - 2] > 0 && want[n - 1] > want[n - 2], Arrays.toString(all.messageEnds()));
         assertArrayEquals(want, two.messageEnds());
-        renders[0] = 0;
+        counting.renders = 0;
         RenderedChat none = template.render(dialog, List.of(), true, ThinkMode.DEFAULT, 0);
-        assertEquals(1, renders[0], "no ends wanted: one render");
+        assertEquals(1, counting.renders, "no ends wanted: one render");
         assertEquals(all.prompt(), none.prompt());
         assertTrue(Arrays.stream(none.messageEnds()).allMatch(e -> e == -1), Arrays.toString(none.messageEnds()));
     }

@@ -1,6 +1,5 @@
 package dev.forkpoint.chat;
 
-import dev.forkpoint.tokenizer.Tokenizer;
 import org.junit.jupiter.api.Test;
 
 import java.util.Arrays;
@@ -23,33 +22,12 @@ class MessageEndsTest {
     private static final String TAGS = "{% for m in messages %}<{{ m.role }}>CONTENT</{{ m.role }}>\n{% endfor %}"
             + "{% if add_generation_prompt %}<assistant>{% endif %}";
 
-    /** Counts renders by the eos_token each one reads. */
-    private static final class Counting implements Tokenizer {
-        private final StubTokenizer stub = new StubTokenizer(null, "</s>", false);
-        int renders;
-        public String model() { return stub.model(); }
-        public int vocabSize() { return stub.vocabSize(); }
-        public int[] encode(String text, boolean addSpecial, boolean parseSpecial) { return stub.encode(text, addSpecial, parseSpecial); }
-        public String decode(int[] ids) { return stub.decode(ids); }
-        public byte[] tokenBytes(int id) { return stub.tokenBytes(id); }
-        public String piece(int id) {
-            if (id == stub.eosId()) renders++;
-            return stub.piece(id);
-        }
-        public int bosId() { return stub.bosId(); }
-        public int eosId() { return stub.eosId(); }
-        public int eotId() { return stub.eotId(); }
-        public boolean addsBos() { return stub.addsBos(); }
-        public boolean addsEos() { return stub.addsEos(); }
-        public boolean isEndOfGeneration(int id) { return stub.isEndOfGeneration(id); }
-    }
-
     /**
      * Renders messages with TAGS showing content as given: the ends equal the prefixes'; the renders of the second
      * time (what the template writes after a message learned the first time) are counted.
      */
     private static int rendersFor(String content, List<ChatMessage> messages) {
-        Counting counting = new Counting();
+        RenderCountingTokenizer counting = new RenderCountingTokenizer("</s>");
         ChatTemplate template = ChatTemplate.of(TAGS.replace("CONTENT", content), counting);
         RenderedChat reference = template.renderByPrefixes(messages, List.of(), true, ThinkMode.DEFAULT);
         template.render(messages, List.of(), true);
@@ -63,7 +41,7 @@ class MessageEndsTest {
     @Test
     void aTemplateThatKeepsContentRendersTheChatTwice() {
         assertEquals(2, rendersFor("{{ m.content }}", DIALOG), "the chat and the chat with marks");
-        Counting counting = new Counting();
+        RenderCountingTokenizer counting = new RenderCountingTokenizer("</s>");
         ChatTemplate template = ChatTemplate.of(TAGS.replace("CONTENT", "{{ m.content }}"), counting);
         RenderedChat chat = template.render(DIALOG, List.of(), true);
         assertEquals(2 + 4, counting.renders, "the first time, a closing's render per (previous, own) role pair met: "
@@ -91,7 +69,7 @@ class MessageEndsTest {
 
     @Test
     void contentReorderedFallsBackToThePrefixes() {
-        Counting counting = new Counting();
+        RenderCountingTokenizer counting = new RenderCountingTokenizer("</s>");
         // the system message last, as some templates put it before the last user turn
         ChatTemplate template = ChatTemplate.of("{% for m in messages %}{% if m.role != 'system' %}<{{ m.role }}>{{ m.content }}\n"
                 + "{% endif %}{% endfor %}{% if messages[0].role == 'system' %}<system>{{ messages[0].content }}\n{% endif %}", counting);
