@@ -33,6 +33,10 @@ class WorkPerCallTest {
         WorkPerCall w = work("AttentionBench", Map.of("context", "1024", "kv", "F16", "threads", "1"));
         assertEquals(2L * 1025 * 8 * 64 * 2, w.bytes());
         assertEquals(4L * 32 * 64 * 1025, w.flops());
+        // four rows of forked sequences: the shared K/V once, the flops four times
+        WorkPerCall four = work("AttentionBench", Map.of("context", "1024", "kv", "F16", "threads", "1", "streams", "4"));
+        assertEquals(w.bytes(), four.bytes());
+        assertEquals(4 * w.flops(), four.flops());
     }
 
     @Test

@@ -24,7 +24,9 @@ import java.util.concurrent.TimeUnit;
  * read per second (K and V of context + 1 positions) and GFLOP/s (4·heads·headDim per position) beside the score,
  * and after them this machine's read bandwidth at each thread count measured ({@code MachineInfo.readBandwidth}) with
  * the KV rate as a share of it. {@code kernels} chooses the attention kernel as {@code --kernels} does: {@code java}
- * ({@code CpuAttention}'s Vector API code), {@code native} (forkpoint_attention.c), {@code auto}.
+ * ({@code CpuAttention}'s Vector API code), {@code native} (forkpoint_attention.c), {@code auto}. {@code streams}
+ * > 1: that many decode rows of sequences forked from the one holding the context (a shared prefix's pages, read once
+ * per step for all of them).
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
@@ -49,11 +51,19 @@ public class AttentionBench {
     @Param({"native"})
     public String kernels;
 
+    /**
+     * Decode rows in the step, one per sequence: with more than one, each sequence is a fork of the one holding the
+     * {@code context} positions (the prefix cache's shared pages), so the rows read the same stored K/V.
+     */
+    @Param({"1"})
+    public int streams;
+
     private CpuBackend backend;
     private Arena arena;
     private PagePool pool;
     private SequenceKv sequence;
-    private KvStore store;
+    private final java.util.List<SequenceKv> forks = new java.util.ArrayList<>();
+    private KvStore[] stores;
     private Activation q, k, v;
     private List<Segment> step;
 
@@ -63,7 +73,7 @@ public class AttentionBench {
         arena = Arena.ofShared();
         int kvDim = KV_HEADS * HEAD_DIM;
         KvLayout layout = KvLayout.of(1, kvDim, KvElementType.valueOf(kv));
-        pool = new PagePool(layout, layout.budgetFor(context + 1, 1));
+        pool = new PagePool(layout, layout.budgetFor(context + 1, streams + 1));
         sequence = pool.newSequence();
         sequence.begin(context);
         var random = new SplittableRandom(7);
@@ -75,15 +85,23 @@ public class AttentionBench {
             }
         }
         sequence.commit();
-        store = backend.newKvStore(sequence);
-        q = CpuFixtures.gaussian(backend, arena, 1, HEADS * HEAD_DIM, 1);
-        k = CpuFixtures.gaussian(backend, arena, 1, kvDim, 2);
-        v = CpuFixtures.gaussian(backend, arena, 1, kvDim, 3);
-        step = List.of(new Segment(new int[1], context, store));
+        stores = new KvStore[streams];
+        List<Segment> segments = new java.util.ArrayList<>();
+        for (int s = 0; s < streams; s++) {
+            SequenceKv own = sequence;
+            if (streams > 1) forks.add(own = sequence.fork());
+            stores[s] = backend.newKvStore(own);
+            segments.add(new Segment(new int[1], context, stores[s]));
+        }
+        q = CpuFixtures.gaussian(backend, arena, streams, HEADS * HEAD_DIM, 1);
+        k = CpuFixtures.gaussian(backend, arena, streams, kvDim, 2);
+        v = CpuFixtures.gaussian(backend, arena, streams, kvDim, 3);
+        step = List.copyOf(segments);
     }
 
     @TearDown
     public void tearDown() {
+        for (SequenceKv f : forks) f.close();
         sequence.close();
         pool.close();
         backend.close();
@@ -92,11 +110,11 @@ public class AttentionBench {
 
     @Benchmark
     public Activation decode() {
-        store.begin(1);
+        for (KvStore store : stores) store.begin(1);
         try {
             return backend.ops().attention(q, k, v, step, 0, HEADS, KV_HEADS, HEAD_DIM);
         } finally {
-            store.rollback();
+            for (KvStore store : stores) store.rollback();
         }
     }
 }

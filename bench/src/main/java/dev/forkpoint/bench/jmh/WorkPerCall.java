@@ -33,8 +33,10 @@ public record WorkPerCall(long bytes, long flops, String bytesWhat) {
                     long positions = Long.parseLong(param.apply("context")) + 1;
                     long rowBytes = dev.forkpoint.kvcache.KvElementType.valueOf(param.apply("kv"))
                             .rowBytes(AttentionBench.KV_HEADS * AttentionBench.HEAD_DIM);
+                    String st = param.apply("streams");   // rows of forked sequences: the K/V read once, the flops per row
+                    long streams = st == null ? 1 : Long.parseLong(st);
                     yield Optional.of(new WorkPerCall(2 * positions * rowBytes,
-                            4L * AttentionBench.HEADS * AttentionBench.HEAD_DIM * positions, "K+V"));
+                            4L * AttentionBench.HEADS * AttentionBench.HEAD_DIM * positions * streams, "K+V"));
                 }
                 case "MoeBench" -> Optional.of(new WorkPerCall(MoeBench.bytesPerToken(param.apply("type")),
                         2L * MoeBench.HIDDEN * (MoeBench.EXPERTS + 3L * MoeBench.TOP_K * MoeBench.FFN), "weights read"));

@@ -86,7 +86,10 @@ final class CpuAttention {
         int maxBlocks = 0;
         for (int len : length) maxBlocks = Math.max(maxBlocks, blocks(len));
         int tileCount = tiles;
-        if (tiles >= 2 * pool.threads() || maxBlocks <= 1) {
+        // decode rows of sequences that share a prefix's pages take the split path at any row count: it reads each
+        // shared block once for all of them
+        boolean share = AttentionPlan.sharesPages(rows, length, java.util.Arrays.copyOf(tileStart, tiles + 1));
+        if ((tiles >= 2 * pool.threads() && !share) || maxBlocks <= 1) {
             pool.runRanges(tiles, pool.threads() * 4, 1, (from, to) -> {
                 Work w = work();
                 for (int tile = from; tile < to; tile++) {

@@ -20,6 +20,10 @@ import java.util.List;
 final class CpuOps implements Ops {
     private static final VectorSpecies<Float> S = FloatVector.SPECIES_PREFERRED;
     private static final ByteOrder NATIVE = ByteOrder.nativeOrder();
+    /** Elements of a row-wise op (a norm's) worth a dispatch to the pool: 32 rows of 2,048; four decode rows run inline. */
+    private static final long PARALLEL_ELEMENTS = 1 << 16;
+    /** swiglu's weight per element against a norm's (an exponential each): four decode rows of 8,192 are worth a dispatch. */
+    private static final int SWIGLU_WEIGHT = 8;
 
     private final WorkerPool pool;
     private final StepBuffers buffers;
@@ -68,7 +72,7 @@ final class CpuOps implements Ops {
         float[] src = in.data();
         float[] dst = buffers.floats(src.length);
         int groups = src.length / headDim;
-        forRows(groups, in.tokens(), (from, to) -> {
+        forRows(groups, in.tokens(), (long) in.tokens() * in.width(), (from, to) -> {
             for (int r = from; r < to; r++) normalize(src, dst, r * headDim, headDim, g, eps);
         });
         return new CpuActivation(dst, in.tokens(), in.width());
@@ -197,7 +201,7 @@ final class CpuOps implements Ops {
         CpuActivation g = cpu(gate), u = cpu(up);
         sameShape(g, u, "swiglu");
         float[] out = buffers.floats(g.data().length);
-        forRows(g.tokens(), g.tokens(), (from, to) -> {
+        forRows(g.tokens(), g.tokens(), (long) g.tokens() * g.width() * SWIGLU_WEIGHT, (from, to) -> {
             for (int i = from * g.width(); i < to * g.width(); i++) {
                 float x = g.data()[i];
                 out[i] = x / (1 + (float) Math.exp(-x)) * u.data()[i];
@@ -247,7 +251,7 @@ final class CpuOps implements Ops {
         float[] src = in.data();
         float[] dst = buffers.floats(src.length);
         int groups = src.length / headDim;
-        forRows(groups, in.tokens(), (from, to) -> {
+        forRows(groups, in.tokens(), (long) in.tokens() * in.width(), (from, to) -> {
             for (int r = from; r < to; r++) {
                 int off = r * headDim;
                 FloatVector acc = FloatVector.zero(S);
@@ -332,9 +336,13 @@ final class CpuOps implements Ops {
         }
     }
 
-    /** Runs body over [0, n) in parallel when there are several tokens; one token's worth is too small to split. */
-    private void forRows(int n, int tokens, WorkerPool.RangeTask body) {
-        if (tokens <= 1) body.run(0, n);
+    /**
+     * Runs body over [0, n) in parallel when there are several tokens and {@code elements} is worth a dispatch (at
+     * least {@link #PARALLEL_ELEMENTS}); one token's worth, or a few decode rows' norm, is too small to split: the
+     * dispatch (waking the workers, waiting for the last) costs more than the work.
+     */
+    private void forRows(int n, int tokens, long elements, WorkerPool.RangeTask body) {
+        if (tokens <= 1 || elements < PARALLEL_ELEMENTS) body.run(0, n);
         else pool.runRanges(n, pool.threads(), body);
     }
 

@@ -3,19 +3,19 @@ package dev.forkpoint.backend.cpu;
 import dev.forkpoint.kvcache.KvElementType;
 
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayList;
 import java.util.IdentityHashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicIntegerArray;
 
 /**
  * {@link CpuAttention}'s work on the native attention kernel ({@code native/cpu/forkpoint_attention.c}): the same
  * blocks of {@link CpuAttention#KEY_BLOCK} positions fixed by position, the same fold in block order, the same tasks —
  * tiles of consecutive rows of one sequence across the pool's threads, or, when there are too few rows to keep the
- * threads busy (decode), every row's blocks across the threads and the folds afterwards, with decode rows whose block
- * lies on the same pages (a prefix the cache shares) computed together. Each native call computes one tile or one
- * block range; the Java worker pool keeps the threading. A row's result depends only on its query, its K/V and its
+ * threads busy (decode) or when decode rows of two sequences or more read a prefix's pages that the cache shares,
+ * the decode rows' blocks across the threads ({@link AttentionPlan}) and each row's fold afterwards, with the decode
+ * rows whose block lies on the same pages computed together: the shared prefix's K and V are read once per pass, not
+ * once per stream. Each native call computes one tile or one block range; the Java worker pool keeps the threading. A row's result depends only on its query, its K/V and its
  * length (the kernel's invariant), so the tile size is free: {@link #tileRows} rows, as many as keep a tile's scores
  * (rows × heads × 128 floats) within 128 KiB.
  *
@@ -89,114 +89,83 @@ final class NativeAttention {
         int threads = pool.threads();
         int[] tileStart = tiles(rows, length, tileRows());
         int tileCount = tileStart.length - 1;
-        if (tileCount < 2 * threads && maxBlocks > 1 && tokens >= 2 * threads) {
-            tileStart = tiles(rows, length, Math.max(1, tokens / (2 * threads)));
-            tileCount = tileStart.length - 1;
-        }
         MemorySegment qs = MemorySegment.ofArray(q), os = MemorySegment.ofArray(out);
-        if (tileCount >= 2 * threads || maxBlocks <= 1) {
-            int[] starts = tileStart;
-            int tilesFinal = tileCount;
-            pool.runRanges(tilesFinal, threads * 4, 1, (from, to) -> {
-                int most = 1;
-                for (int tile = from; tile < to; tile++) most = Math.max(most, starts[tile + 1] - starts[tile]);
-                float[] scratch = grown(SCRATCH, scratchFloats(most));
-                MemorySegment ss = MemorySegment.ofArray(scratch);
-                for (int tile = from; tile < to; tile++) {
-                    int t0 = starts[tile], t1 = starts[tile + 1], count = t1 - t0;
-                    int[] list = new int[count], lens = new int[count];
-                    for (int r = 0; r < count; r++) {
-                        list[r] = t0 + r;
-                        lens[r] = length[t0 + r];
-                    }
-                    CpuAttention.Keys kv = rows[t0];
-                    Pages p = pages.get(kv);
-                    kernels.attention(qs, MemorySegment.ofArray(list), MemorySegment.ofArray(lens), count, p.k(), p.v(), kv.pageTokens(),
-                            kind(kv.type()), heads, kvHeads, headDim, scale, 0, blocks(length[t1 - 1]),
-                            MemorySegment.NULL, MemorySegment.NULL, 0, os, ss);
-                }
-            });
-            return;
-        }
-        // few rows, long contexts (decode): every (row, block) a unit; the units of a row's blocks are computed on any
-        // thread and folded afterwards in block order. Rows of two sequences or more whose block lies on the same pages
-        // (a prefix the cache shares) compute that block together, reading its K and V once.
-        int[] firstBlock = new int[tokens + 1];
-        for (int t = 0; t < tokens; t++) firstBlock[t + 1] = firstBlock[t] + blocks(length[t]);
-        int units = firstBlock[tokens];
-        long partialFloats = (long) units * rowFloats;
-        java.util.Set<CpuAttention.Keys> sequences = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
-        for (CpuAttention.Keys kv : rows) sequences.add(kv);
-        boolean mayShare = sequences.size() > 1;
-        List<int[]> groups = new ArrayList<>();
-        Map<List<Long>, List<Integer>> shared = new LinkedHashMap<>();
-        for (int t = 0; t < tokens; t++) {
-            int run = -1;
-            for (int b = 0, n = blocks(length[t]); b < n; b++) {
-                int i = firstBlock[t] + b;
-                if (mayShare && (b + 1) * CpuAttention.KEY_BLOCK <= length[t]) {
-                    shared.computeIfAbsent(CpuAttention.pages(rows[t], b), k -> new ArrayList<>()).add(i);
-                    run = -1;
-                } else if (run >= 0 && groups.get(run)[2] == b) {
-                    groups.get(run)[2] = b + 1;   // consecutive blocks of one row: one call
-                } else {
-                    groups.add(new int[] {t, b, b + 1});
-                    run = groups.size() - 1;
-                }
+        boolean share = AttentionPlan.sharesPages(rows, length, tileStart);
+        if (!share) {
+            if (tileCount < 2 * threads && maxBlocks > 1 && tokens >= 2 * threads) {
+                tileStart = tiles(rows, length, Math.max(1, tokens / (2 * threads)));
+                tileCount = tileStart.length - 1;
+            }
+            if (tileCount >= 2 * threads || maxBlocks <= 1) {
+                tilesAcrossThreads(qs, os, rows, length, pages, tileStart, pool);
+                return;
             }
         }
-        List<int[]> together = new ArrayList<>();
-        for (List<Integer> same : shared.values()) {
-            for (int from = 0; from < same.size(); from += CpuAttention.TILE) {
-                together.add(same.subList(from, Math.min(same.size(), from + CpuAttention.TILE)).stream().mapToInt(Integer::intValue).toArray());
-            }
-        }
-        // split long runs so that the threads share the work
-        List<int[]> tasks = new ArrayList<>();
-        int perTask = Math.max(1, units / (threads * 4));
-        for (int[] g : groups) {
-            for (int b = g[1]; b < g[2]; b += perTask) tasks.add(new int[] {g[0], b, Math.min(g[2], b + perTask)});
-        }
-        int plain = tasks.size();
-        for (int[] members : together) tasks.add(members);
-        float[] partials = grown(PARTIALS, partialFloats);
-        MemorySegment ps = MemorySegment.ofArray(partials);
-        pool.runRanges(tasks.size(), threads * 4, 1, (from, to) -> {
-            float[] scratch = grown(SCRATCH, scratchFloats(CpuAttention.TILE));
+        blocksAcrossThreads(qs, os, rows, length, pages, share ? tileStart : null, pool);
+    }
+
+    /** Each tile one task, its blocks folded in the call. */
+    private void tilesAcrossThreads(MemorySegment qs, MemorySegment os, CpuAttention.Keys[] rows, int[] length, Map<CpuAttention.Keys, Pages> pages,
+                                    int[] starts, WorkerPool pool) {
+        int threads = pool.threads();
+        pool.runRanges(starts.length - 1, threads * 4, 1, (from, to) -> {
+            int most = 1;
+            for (int tile = from; tile < to; tile++) most = Math.max(most, starts[tile + 1] - starts[tile]);
+            float[] scratch = grown(SCRATCH, scratchFloats(most));
             MemorySegment ss = MemorySegment.ofArray(scratch);
-            for (int task = from; task < to; task++) {
-                int[] w = tasks.get(task);
-                if (task < plain) {
-                    int t = w[0];
-                    CpuAttention.Keys kv = rows[t];
-                    Pages p = pages.get(kv);
-                    kernels.attention(qs, MemorySegment.ofArray(new int[] {t}), MemorySegment.ofArray(new int[] {length[t]}), 1, p.k(), p.v(),
-                            kv.pageTokens(), kind(kv.type()), heads, kvHeads, headDim, scale, w[1], w[2], ps,
-                            MemorySegment.ofArray(new int[] {(firstBlock[t] + w[1]) * rowFloats}), rowFloats, MemorySegment.NULL, ss);
-                } else {
-                    int count = w.length;
-                    int[] list = new int[count], lens = new int[count], offsets = new int[count];
-                    int first = rowOf(firstBlock, w[0]), b = w[0] - firstBlock[first];
-                    for (int m = 0; m < count; m++) {
-                        int t = rowOf(firstBlock, w[m]);
-                        list[m] = t;
-                        lens[m] = length[t];
-                        offsets[m] = w[m] * rowFloats;
-                    }
-                    CpuAttention.Keys kv = rows[first];
-                    Pages p = pages.get(kv);
-                    kernels.attention(qs, MemorySegment.ofArray(list), MemorySegment.ofArray(lens), count, p.k(), p.v(), kv.pageTokens(),
-                            kind(kv.type()), heads, kvHeads, headDim, scale, b, b + 1, ps, MemorySegment.ofArray(offsets),
-                            rowFloats, MemorySegment.NULL, ss);
+            for (int tile = from; tile < to; tile++) {
+                int t0 = starts[tile], t1 = starts[tile + 1], count = t1 - t0;
+                int[] list = new int[count], lens = new int[count];
+                for (int r = 0; r < count; r++) {
+                    list[r] = t0 + r;
+                    lens[r] = length[t0 + r];
                 }
+                CpuAttention.Keys kv = rows[t0];
+                Pages p = pages.get(kv);
+                kernels.attention(qs, MemorySegment.ofArray(list), MemorySegment.ofArray(lens), count, p.k(), p.v(), kv.pageTokens(),
+                        kind(kv.type()), heads, kvHeads, headDim, scale, 0, blocks(length[t1 - 1]),
+                        MemorySegment.NULL, MemorySegment.NULL, 0, os, ss);
             }
         });
-        pool.runRanges(tokens, threads, 1, (from, to) -> {
-            float[] scratch = grown(SCRATCH, rowFloats);
-            MemorySegment ss = MemorySegment.ofArray(scratch);
-            for (int t = from; t < to; t++) {
-                kernels.attentionFold(ps.asSlice(4L * firstBlock[t] * rowFloats), blocks(length[t]), rowFloats, heads, headDim,
-                        os.asSlice(4L * t * heads * headDim), ss);
+    }
+
+    /**
+     * Few rows, long contexts (decode), or decode rows of sequences that share a prefix's pages: {@link AttentionPlan}'s
+     * tasks, each claimed on its own, costliest first; a split row is folded in block order by the thread that computes
+     * its last outstanding block (no second dispatch).
+     */
+    private void blocksAcrossThreads(MemorySegment qs, MemorySegment os, CpuAttention.Keys[] rows, int[] length,
+                                     Map<CpuAttention.Keys, Pages> pages, int[] tileStart, WorkerPool pool) {
+        AttentionPlan plan = AttentionPlan.of(rows, length, tileStart, pool.threads());
+        List<AttentionPlan.Task> tasks = plan.tasks();
+        int[] firstBlock = plan.firstBlock();
+        MemorySegment ps = MemorySegment.ofArray(grown(PARTIALS, (long) plan.records() * rowFloats));
+        AtomicIntegerArray outstanding = new AtomicIntegerArray(rows.length);
+        for (int t = 0; t < rows.length; t++) if (plan.split()[t]) outstanding.set(t, blocks(length[t]));
+        int most = 1;
+        for (AttentionPlan.Task w : tasks) most = Math.max(most, w.rows().length);
+        long scratchFloats = Math.max(scratchFloats(most), rowFloats);
+        pool.run(tasks.size(), i -> {
+            AttentionPlan.Task w = tasks.get(i);
+            MemorySegment ss = MemorySegment.ofArray(grown(SCRATCH, scratchFloats));
+            CpuAttention.Keys kv = rows[w.rows()[0]];
+            Pages p = pages.get(kv);
+            MemorySegment offsets = MemorySegment.NULL;
+            if (!w.whole()) {
+                int[] at = new int[w.rows().length];
+                for (int m = 0; m < at.length; m++) at[m] = w.records()[m] * rowFloats;
+                offsets = MemorySegment.ofArray(at);
+            }
+            kernels.attention(qs, MemorySegment.ofArray(w.rows()), MemorySegment.ofArray(w.lengths()), w.rows().length, p.k(), p.v(), kv.pageTokens(),
+                    kind(kv.type()), heads, kvHeads, headDim, scale, w.b0(), w.b1(), w.whole() ? MemorySegment.NULL : ps, offsets,
+                    w.whole() ? 0 : rowFloats, w.whole() ? os : MemorySegment.NULL, ss);
+            if (w.whole()) return;
+            for (int t : w.rows()) {
+                // the decrement publishes this task's partials; the thread that takes a row's count to zero folds it
+                if (outstanding.addAndGet(t, -(w.b1() - w.b0())) == 0) {
+                    kernels.attentionFold(ps.asSlice(4L * firstBlock[t] * rowFloats), blocks(length[t]), rowFloats, heads, headDim,
+                            os.asSlice(4L * t * heads * headDim), ss);
+                }
             }
         });
     }
@@ -250,14 +219,5 @@ final class NativeAttention {
 
     private static int blocks(int length) {
         return (length + CpuAttention.KEY_BLOCK - 1) / CpuAttention.KEY_BLOCK;
-    }
-
-    private static int rowOf(int[] firstBlock, int i) {
-        int lo = 0, hi = firstBlock.length - 2;
-        while (lo < hi) {
-            int mid = (lo + hi + 1) >>> 1;
-            if (firstBlock[mid] <= i) lo = mid; else hi = mid - 1;
-        }
-        return lo;
     }
 }

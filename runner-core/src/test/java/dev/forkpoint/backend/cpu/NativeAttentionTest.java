@@ -179,6 +179,53 @@ class NativeAttentionTest {
         }
     }
 
+    /**
+     * Decode rows of sequences that share none, part or all of a prefix's pages, at different lengths, beside a
+     * prefill chunk, on one, two and eight threads (the shared blocks read once for all their rows, the blocks split
+     * across the threads by key block): every row equals the row alone bit for bit, and float64 within the bound.
+     */
+    @ParameterizedTest
+    @MethodSource("variants")
+    void decodeRowsSharingNoneSomeOrAllPagesEqualEachRowAloneOnAnyThreadCount(NativeKernels.Variant variant) {
+        NativeKernels k = kernels(variant);
+        SplittableRandom r = new SplittableRandom(91);
+        int heads = 8, kvHeads = 2, headDim = 64, kvDim = kvHeads * headDim, pageTokens = 16;
+        for (KvElementType type : KvElementType.values()) {
+            CpuAttentionTest.Pages a = pages(r, 1000, kvDim, pageTokens, type);
+            CpuAttentionTest.Pages none = pages(r, 900, kvDim, pageTokens, type);                 // shares nothing
+            CpuAttentionTest.Pages part = CpuAttentionTest.spliced(a, pages(r, 900, kvDim, pageTokens, type), 528, 900, kvDim, pageTokens, type);
+            // a's pages under another sequence (a fork that has not written yet): shares them all
+            CpuAttentionTest.Pages all = new CpuAttentionTest.Pages(new CpuAttention.Keys(a.keys().keys().clone(), a.keys().values().clone(), pageTokens,
+                    type), a.k(), a.v());
+            CpuAttentionTest.Pages[] seqs = {a, none, part, all, all, part, part, part, part};
+            int[] length = {1000, 900, 900, 777, 1000, 896, 897, 898, 899};   // the last four: a prefill chunk of `part`
+            float[] q = new float[seqs.length * heads * headDim];
+            for (int i = 0; i < q.length; i++) q[i] = (float) (r.nextDouble() * 2 - 1);
+            CpuAttention.Keys[] rows = new CpuAttention.Keys[seqs.length];
+            for (int i = 0; i < seqs.length; i++) rows[i] = seqs[i].keys();
+            CpuAttention nat = new CpuAttention(heads, kvHeads, headDim, k);
+            int width = heads * headDim;
+            float[][] alone = new float[seqs.length][width];
+            for (int t = 0; t < seqs.length; t++) {
+                nat.attend(Arrays.copyOfRange(q, t * width, (t + 1) * width), new CpuAttention.Keys[] {rows[t]}, new int[] {length[t]}, alone[t], ONE);
+                for (int h = 0; h < heads; h++) {
+                    double[] want = float64(q, (t * heads + h) * headDim, seqs[t], h / (heads / kvHeads), headDim, kvDim, length[t]);
+                    for (int i = 0; i < headDim; i++) assertEquals(want[i], alone[t][h * headDim + i], 2e-5, variant + " " + type + " row " + t);
+                }
+            }
+            for (WorkerPool pool : new WorkerPool[] {ONE, TWO, MANY}) {
+                for (int decodeRows : new int[] {2, 4, 5, seqs.length}) {   // a, none; + part, all; + all again; + the chunk
+                    float[] batched = new float[decodeRows * width];
+                    nat.attend(Arrays.copyOf(q, decodeRows * width), Arrays.copyOf(rows, decodeRows), Arrays.copyOf(length, decodeRows), batched, pool);
+                    for (int t = 0; t < decodeRows; t++) {
+                        assertArrayEquals(alone[t], Arrays.copyOfRange(batched, t * width, (t + 1) * width),
+                                variant + " " + type + " " + pool.threads() + " threads, " + decodeRows + " rows: row " + t);
+                    }
+                }
+            }
+        }
+    }
+
     @ParameterizedTest
     @MethodSource("variants")
     void aRowThatReadsPastItsPagesIsRefusedBeforeTheKernelRuns(NativeKernels.Variant variant) {
