@@ -26,7 +26,10 @@
  *   Q6_K: T = Σ_g sc_g·Σ_{i∈g} (q_i − 32)·x_i = Σ_g sc_g·Σ q_i·x_i − 32·Σ_g sc_g·sum_g (|T| ≤ 256·128·32·128 = 2^27;
  *     either part < 2^29); the row's result is Σ_b (d·d_x)·T in float.
  * The variants split these integers into lanes differently (exactly) and add the float terms in their own fixed lane
- * order, so they differ from each other and from the Java kernels only by float rounding.
+ * order, so they differ from each other and from the Java kernels only by float rounding. The AVX-512 VNNI variant
+ * keeps one float lane per row (sixteen rows in a register's lanes): per super-block one multiply-add of S (Q4_K, then
+ * one of −M) or T (Q6_K), whatever the token count; its weights are read once per tile of sixteen rows, the next
+ * tile prefetched as one stream (see its section).
  */
 #include "fp_kernels.h"
 
@@ -315,6 +318,22 @@ static inline __m512i kq_dword(const void* p) {
     return _mm512_set1_epi32(v);
 }
 
+/*
+ * acc + the vpdpbusd of the unsigned codes c by the activation dword at p broadcast to every lane. GCC (12) does not
+ * fold the broadcast into the instruction's memory operand ({1to16}); the folded form saves a shuffle slot per
+ * vpdpbusd on cores that split 512-bit operations (measured on an AMD EPYC: six tokens 1.3x, sixteen 1.05-1.1x). The
+ * same integers either way; other compilers take the intrinsics.
+ */
+__attribute__((target(FP_VNNI), always_inline))
+static inline __m512i kq_dpbusd_bcast(__m512i acc, __m512i c, const int8_t* p) {
+#if defined(__GNUC__) && !defined(__clang__)
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(c), "m"(*(const int32_t*)p));
+    return acc;
+#else
+    return _mm512_dpbusd_epi32(acc, c, kq_dword(p));
+#endif
+}
+
 /* The sixteen rows (p[j]: row j's first byte) of a tile and the lanes to store: the last tile's missing rows read the
  * slice's last row. */
 static inline __mmask16 kq_tile(const uint8_t* w, int64_t row_bytes, int32_t r0, int32_t rows, const uint8_t* p[16]) {
@@ -366,7 +385,7 @@ static inline void q4_k_tokens(const __m512i* q, const __m512i* scale, const __m
 #pragma GCC unroll 8
         for (int i = 0; i < 8; i++) {
             const __m512i c = q[8 * j + i];
-            for (int u = 0; u < count; u++) dot[u] = _mm512_dpbusd_epi32(dot[u], c, kq_dword(x[u] + 32 * j + 4 * i));
+            for (int u = 0; u < count; u++) dot[u] = kq_dpbusd_bcast(dot[u], c, x[u] + 32 * j + 4 * i);
         }
         for (int u = 0; u < count; u++) {
             s[u] = _mm512_add_epi32(s[u], _mm512_mullo_epi32(dot[u], scale[j]));
@@ -401,7 +420,7 @@ static inline void q6_k_tokens(const __m512i* q, const __m512i* scale, const __m
 #pragma GCC unroll 4
         for (int i = 0; i < 4; i++) {
             const __m512i c = q[4 * g + i];
-            for (int u = 0; u < count; u++) dot[u] = _mm512_dpbusd_epi32(dot[u], c, kq_dword(x[u] + 16 * g + 4 * i));
+            for (int u = 0; u < count; u++) dot[u] = kq_dpbusd_bcast(dot[u], c, x[u] + 16 * g + 4 * i);
         }
         for (int u = 0; u < count; u++) s[u] = _mm512_add_epi32(s[u], _mm512_mullo_epi32(dot[u], scale[g]));
     }
@@ -521,21 +540,199 @@ static inline void q6_k_rows16_vnni(const uint8_t* w, int32_t blocks, int32_t ro
     }
 }
 
-/* The entries: one copy per token count 1 … 8 and 16, the general body for the rest. */
+/*
+ * One token (a decode step), the whole tiles of sixteen rows: the same integers S and M (Q4_K) or T (Q6_K) per row and
+ * super-block and the same multiply-adds in the same lanes as the sixteen-rows bodies (so the same bits), formed
+ * without the code transpose that nothing amortises at one token. Each row's integer comes from 64 codes per register
+ * (four vpdpbusd by the token's 256 activations, loaded once per super-block, the lane sums packed to int16 and
+ * multiplied by their scales with vpmaddwd / vpdpwssd: lanes spread by vpermw to where the pack puts each sum, 128-bit
+ * chunk i of vpackssdw(a, b) being int32 lanes 4i … 4i+3 of a, then of b), the sixteen rows' sixteen-lane integers
+ * then summed into one register, lane j = row j (kq_row_sums16, exact in int32). The mins (Q4_K) are the transposed
+ * ones of q4_k_tokens; the Q6_K offset is subtracted in each row's lanes 0–7 before the sum. Returns the rows done.
+ */
+
+/* vpermw indices: int16 lane L of Q4_K scale vector p takes sub-block 4p + 2·(L mod 8 ≥ 4) + (L ≥ 16), for the pack of
+ * registers 2p (sub-blocks 4p, 4p+1: int32 lanes 0–7, 8–15) and 2p+1 (4p+2, 4p+3). */
+static const int16_t FP_Q4K_SCALE_LANES[2][32] = {
+    {0, 0, 0, 0, 2, 2, 2, 2, 0, 0, 0, 0, 2, 2, 2, 2, 1, 1, 1, 1, 3, 3, 3, 3, 1, 1, 1, 1, 3, 3, 3, 3},
+    {4, 4, 4, 4, 6, 6, 6, 6, 4, 4, 4, 4, 6, 6, 6, 6, 5, 5, 5, 5, 7, 7, 7, 7, 5, 5, 5, 5, 7, 7, 7, 7},
+};
+
+/* vpermw indices: int16 lane L of Q6_K scale vector p takes group 8p + 4·(L mod 8 ≥ 4) + L/8, for the pack of
+ * registers 2p (groups 8p … 8p+3, four int32 lanes each) and 2p+1 (8p+4 … 8p+7). */
+static const int16_t FP_Q6K_SCALE_LANES[2][32] = {
+    {0, 0, 0, 0, 4, 4, 4, 4, 1, 1, 1, 1, 5, 5, 5, 5, 2, 2, 2, 2, 6, 6, 6, 6, 3, 3, 3, 3, 7, 7, 7, 7},
+    {8, 8, 8, 8, 12, 12, 12, 12, 9, 9, 9, 9, 13, 13, 13, 13, 10, 10, 10, 10, 14, 14, 14, 14, 11, 11, 11, 11, 15, 15, 15, 15},
+};
+
+/* Lane j of the result = the sum of v[j]'s sixteen lanes, exact in int32: in-lane unpack-and-add steps (each 128-bit
+ * lane L then holds four rows' partial sums), then the four 128-bit lanes added across, in a fixed order. */
+__attribute__((target(FP_VNNI), always_inline))
+static inline __m512i kq_row_sums16(const __m512i v[16]) {
+    __m512i a[8], b[4];
+    for (int k = 0; k < 8; k++) a[k] = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2 * k], v[2 * k + 1]), _mm512_unpackhi_epi32(v[2 * k], v[2 * k + 1]));
+    for (int k = 0; k < 4; k++) b[k] = _mm512_add_epi32(_mm512_unpacklo_epi64(a[2 * k], a[2 * k + 1]), _mm512_unpackhi_epi64(a[2 * k], a[2 * k + 1]));
+    const __m512i c0 = _mm512_add_epi32(_mm512_shuffle_i32x4(b[0], b[1], _MM_SHUFFLE(1, 0, 1, 0)), _mm512_shuffle_i32x4(b[0], b[1], _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m512i c1 = _mm512_add_epi32(_mm512_shuffle_i32x4(b[2], b[3], _MM_SHUFFLE(1, 0, 1, 0)), _mm512_shuffle_i32x4(b[2], b[3], _MM_SHUFFLE(3, 2, 3, 2)));
+    return _mm512_add_epi32(_mm512_shuffle_i32x4(c0, c1, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_i32x4(c0, c1, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/* Token counts up to this take the row form for the whole tiles (at most 4: its per-token arrays). */
+#ifndef q4_k_ROW_FORM
+#define q4_k_ROW_FORM 3
+#endif
+#ifndef q6_k_ROW_FORM
+#define q6_k_ROW_FORM 4
+#endif
+
+__attribute__((target(FP_VNNI), always_inline))
+static inline int32_t q4_k_tiles16_rows_vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq,
+                                             const float* xd, const int16_t* xs, const int32_t n, float* out,
+                                             int32_t out_stride) {
+    const __m512i low = _mm512_set1_epi8(0x0f), six = _mm512_set1_epi8(0x3f), top = _mm512_set1_epi8(0x30);
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512i lanes0 = _mm512_loadu_si512((const void*)FP_Q4K_SCALE_LANES[0]), lanes1 = _mm512_loadu_si512((const void*)FP_Q4K_SCALE_LANES[1]);
+    const int64_t row_bytes = (int64_t)blocks * Q4K_BYTES;
+    int32_t r0 = 0;
+    for (; r0 + 16 <= rows; r0 += 16) {
+        const uint8_t* code[16];
+        kq_tile(w, row_bytes, r0, rows, code);
+        __m512 acc[FP_MAX_TOKENS];
+        for (int32_t t = 0; t < n; t++) acc[t] = _mm512_setzero_ps();
+        for (int32_t b = 0; b < blocks; b++) {
+            const int64_t o = (int64_t)b * Q4K_BYTES;
+            kq_prefetch_tile(w, row_bytes, r0, rows, o, Q4K_BYTES);
+            __m512i part[FP_MAX_TOKENS][16];
+            for (int j = 0; j < 16; j++) {
+                const uint8_t* blk = code[j] + o;
+                __m512i q[4];
+                for (int k = 0; k < 4; k += 2) {
+                    const __m512i packed = _mm512_loadu_si512((const void*)(blk + 16 + 32 * k));   /* sub-blocks 2k … 2k+3 */
+                    const __m512i lo = _mm512_and_si512(packed, low), hi = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low);
+                    q[k] = _mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(1, 0, 1, 0));
+                    q[k + 1] = _mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(3, 2, 3, 2));
+                }
+                const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(q4k_scales_x86(blk + 4)));
+                const __m512i scale0 = _mm512_permutexvar_epi16(lanes0, sc16), scale1 = _mm512_permutexvar_epi16(lanes1, sc16);
+                for (int32_t t = 0; t < n; t++) {
+                    const int8_t* x = xq + ((int64_t)t * blocks + b) * 256;
+                    const __m512i r01 = _mm512_packs_epi32(_mm512_dpbusd_epi32(zero, q[0], _mm512_loadu_si512((const void*)x)),
+                                                           _mm512_dpbusd_epi32(zero, q[1], _mm512_loadu_si512((const void*)(x + 64))));
+                    const __m512i r23 = _mm512_packs_epi32(_mm512_dpbusd_epi32(zero, q[2], _mm512_loadu_si512((const void*)(x + 128))),
+                                                           _mm512_dpbusd_epi32(zero, q[3], _mm512_loadu_si512((const void*)(x + 192))));
+                    part[t][j] = _mm512_dpwssd_epi32(_mm512_madd_epi16(r01, scale0), r23, scale1);
+                }
+            }
+            __m512i head[4];
+            fp_codes16(code, o, head);
+            const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head[0]));
+            const __m512 dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head[0], 16)));
+            const __m512i mn_lo = _mm512_and_si512(head[2], six);
+            const __m512i mn_hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(head[3], 4), low), _mm512_and_si512(_mm512_srli_epi32(head[2], 2), top));
+            __m512i mins[8];
+            for (uint32_t k = 0; k < 8; k++) {
+                mins[k] = _mm512_shuffle_epi8(k < 4 ? mn_lo : mn_hi, kq_dword_control(0x80008000u | (k & 3) | (k & 3) << 16));
+            }
+            for (int32_t t = 0; t < n; t++) {
+                const int64_t at = (int64_t)t * blocks + b;
+                const __m512i s = kq_row_sums16(part[t]);
+                __m512i m = _mm512_setzero_si512();
+                for (int k = 0; k < 8; k++) m = _mm512_dpwssd_epi32(m, mins[k], kq_dword(xs + at * 16 + 2 * k));
+                const __m512 dx = _mm512_set1_ps(xd[at]);
+                const __m512 a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(d, dx), acc[t]);
+                acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(m), _mm512_mul_ps(dmin, dx), a);
+            }
+        }
+        for (int32_t t = 0; t < n; t++) _mm512_storeu_ps(out + (int64_t)t * out_stride + r0, acc[t]);
+    }
+    return r0;
+}
+
+__attribute__((target(FP_VNNI), always_inline))
+static inline int32_t q6_k_tiles16_rows_vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq,
+                                             const float* xd, const int16_t* xs, const int32_t n, float* out,
+                                             int32_t out_stride) {
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512i lanes0 = _mm512_loadu_si512((const void*)FP_Q6K_SCALE_LANES[0]), lanes1 = _mm512_loadu_si512((const void*)FP_Q6K_SCALE_LANES[1]);
+    const int64_t row_bytes = (int64_t)blocks * Q6K_BYTES;
+    int32_t index[16];
+    for (int j = 0; j < 16; j++) index[j] = (int32_t)(j * row_bytes);
+    const __m512i gather_at = _mm512_loadu_si512((const void*)index);
+    int32_t r0 = 0;
+    for (; r0 + 16 <= rows; r0 += 16) {
+        const uint8_t* code[16];
+        kq_tile(w, row_bytes, r0, rows, code);
+        __m512 acc[FP_MAX_TOKENS];
+        for (int32_t t = 0; t < n; t++) acc[t] = _mm512_setzero_ps();
+        for (int32_t b = 0; b < blocks; b++) {
+            const int64_t o = (int64_t)b * Q6K_BYTES;
+            kq_prefetch_tile(w, row_bytes, r0, rows, o, Q6K_BYTES);
+            __m512i part[FP_MAX_TOKENS][16];
+            for (int j = 0; j < 16; j++) {
+                const uint8_t* blk = code[j] + o;
+                __m256i e[8];
+                q6k_half_avx2(blk, 0, e);
+                q6k_half_avx2(blk, 1, e + 4);
+                const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(blk + 192)));
+                __m512i q[4];
+                for (int k = 0; k < 4; k++) q[k] = _mm512_inserti64x4(_mm512_castsi256_si512(e[2 * k]), e[2 * k + 1], 1);
+                const __m512i scale0 = _mm512_permutexvar_epi16(lanes0, _mm512_castsi256_si512(sc16));
+                const __m512i scale1 = _mm512_permutexvar_epi16(lanes1, _mm512_castsi256_si512(sc16));
+                for (int32_t t = 0; t < n; t++) {
+                    const int64_t at = (int64_t)t * blocks + b;
+                    const int8_t* x = xq + at * 256;
+                    const __m512i r01 = _mm512_packs_epi32(_mm512_dpbusd_epi32(zero, q[0], _mm512_loadu_si512((const void*)x)),
+                                                           _mm512_dpbusd_epi32(zero, q[1], _mm512_loadu_si512((const void*)(x + 64))));
+                    const __m512i r23 = _mm512_packs_epi32(_mm512_dpbusd_epi32(zero, q[2], _mm512_loadu_si512((const void*)(x + 128))),
+                                                           _mm512_dpbusd_epi32(zero, q[3], _mm512_loadu_si512((const void*)(x + 192))));
+                    const __m512i s = _mm512_dpwssd_epi32(_mm512_madd_epi16(r01, scale0), r23, scale1);
+                    const __m256i offset = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i*)(xs + at * 16)), sc16);
+                    part[t][j] = _mm512_mask_sub_epi32(s, (__mmask16)0x00ff, s, _mm512_castsi256_si512(_mm256_slli_epi32(offset, 5)));
+                }
+            }
+            const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(
+                    _mm512_srli_epi32(_mm512_i32gather_epi32(gather_at, (const void*)(code[0] + o + 206), 1), 16)));
+            for (int32_t t = 0; t < n; t++) {
+                const int64_t at = (int64_t)t * blocks + b;
+                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(kq_row_sums16(part[t])), _mm512_mul_ps(d, _mm512_set1_ps(xd[at])), acc[t]);
+            }
+        }
+        for (int32_t t = 0; t < n; t++) _mm512_storeu_ps(out + (int64_t)t * out_stride + r0, acc[t]);
+    }
+    return r0;
+}
+
+/* The entries: one token on its own path (whole tiles without the transpose, the last rows as any other count), one
+ * copy of the sixteen-rows body per token count 2 … 8 and 16, the general body for the rest. */
+#define KQ_ROW_FORM_CASE(KIND, N) case N: done = KIND##_tiles16_rows_vnni(w, blocks, rows, xq, xd, xs, N, out, out_stride); break;
 #define KQ_ROWS16_CASE(KIND, N) case N: KIND##_rows16_vnni(w, blocks, rows, xq, xd, xs, N, out, out_stride); break;
 #define KQ_ROWS16_ENTRY(KIND)                                                                                          \
     __attribute__((target(FP_VNNI)))                                                                                  \
     FP_EXPORT void fp_##KIND##_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq,      \
                                                const float* xd, const int16_t* xs, int32_t n, float* out,             \
                                                int32_t out_stride) {                                                  \
+        if (n <= KIND##_ROW_FORM) {                                                                                      \
+            int32_t done = 0;                                                                                         \
+            switch (n) {                                                                                              \
+                KQ_ROW_FORM_CASE(KIND, 1) KQ_ROW_FORM_CASE(KIND, 2) KQ_ROW_FORM_CASE(KIND, 3) KQ_ROW_FORM_CASE(KIND, 4)\
+                KQ_ROW_FORM_CASE(KIND, 5) KQ_ROW_FORM_CASE(KIND, 6) KQ_ROW_FORM_CASE(KIND, 7) KQ_ROW_FORM_CASE(KIND, 8)\
+                KQ_ROW_FORM_CASE(KIND, 16)                                                                            \
+                default: done = KIND##_tiles16_rows_vnni(w, blocks, rows, xq, xd, xs, n, out, out_stride); break;     \
+            }                                                                                                         \
+            if (done < rows) KIND##_rows16_vnni(w + (int64_t)done * blocks * KIND##_BYTES, blocks, rows - done, xq,    \
+                                                xd, xs, n, out + done, out_stride);                                   \
+            return;                                                                                                   \
+        }                                                                                                             \
         switch (n) {                                                                                                  \
-            KQ_ROWS16_CASE(KIND, 1) KQ_ROWS16_CASE(KIND, 2) KQ_ROWS16_CASE(KIND, 3) KQ_ROWS16_CASE(KIND, 4)           \
+            KQ_ROWS16_CASE(KIND, 2) KQ_ROWS16_CASE(KIND, 3) KQ_ROWS16_CASE(KIND, 4)                                   \
             KQ_ROWS16_CASE(KIND, 5) KQ_ROWS16_CASE(KIND, 6) KQ_ROWS16_CASE(KIND, 7) KQ_ROWS16_CASE(KIND, 8)           \
             KQ_ROWS16_CASE(KIND, 16)                                                                                  \
             default: KIND##_rows16_vnni(w, blocks, rows, xq, xd, xs, n, out, out_stride); break;                      \
         }                                                                                                             \
     }
 
+#define q4_k_BYTES Q4K_BYTES
+#define q6_k_BYTES Q6K_BYTES
 KQ_ROWS16_ENTRY(q4_k)
 KQ_ROWS16_ENTRY(q6_k)
 #endif /* FP_X86 */
