@@ -240,4 +240,35 @@ class NativeKQuantKernelTest {
             }
         }
     }
+
+    /**
+     * Every token count of one native call (1 … 16: the AVX-512 kernels have a body per count, one path for a few
+     * tokens and another for more) and a few across calls, on row counts around a tile of sixteen rows (the last tile
+     * ragged; the pool hands each call a range of rows in multiples of 8, so 130 and 201 rows give calls of whole tiles
+     * and a ragged one), and slices that start inside a tile and end inside another or hold fewer than sixteen rows:
+     * every token alone, every slice, the same bits as the whole batch.
+     */
+    @ParameterizedTest
+    @EnumSource(NativeKernels.Variant.class)
+    void everyTokenCountAndRaggedTileEqualTheirTokensAloneAndSlices(NativeKernels.Variant v) {
+        NativeKernels k = fixture.kernels(v);
+        Random rnd = new Random(47);
+        int cols = 256 * 2;
+        for (GgmlType type : TYPES) {
+            for (int rows : new int[] {1, 15, 17, 130, 201}) {
+                PackedMatrix m = matrix(type, randomBlocks(type, rows, cols / 256, rnd, Float.NaN), rows, cols, k);
+                for (int n = 1; n <= 18; n++) {
+                    float[] x = NativeVariants.gaussian(n * cols, rnd);
+                    String what = type + " " + v + " rows=" + rows + " n=" + n;
+                    float[] batch = BatchInvariance.assertBatchEqualsTokensAlone(m, x, n, fixture.pool(), what);
+                    if (rows > 3) {
+                        BatchInvariance.assertSliceEqualsWhole(m, 1, rows - 2, x, n, batch, fixture.pool(), what);
+                        BatchInvariance.assertSliceEqualsWhole(m, rows / 2, rows - rows / 2, x, n, batch, fixture.pool(), what);
+                        BatchInvariance.assertSliceEqualsWhole(m, 3, 1, x, n, batch, fixture.pool(), what);
+                        BatchInvariance.assertSliceEqualsWhole(m, 5, Math.min(rows - 5, 40), x, n, batch, fixture.pool(), what);
+                    }
+                }
+            }
+        }
+    }
 }
