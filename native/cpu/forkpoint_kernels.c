@@ -595,13 +595,154 @@ static int32_t q4_0_tiles16_one_token_vnni(const uint8_t* w, int32_t blocks, int
 }
 
 /*
+ * Bytes [2, 18) of one block (the codes) of sixteen rows from row 0's block at p and the row stride rb (not sixteen
+ * pointers, which spill; see q4_0_tiles16_one_token_vnni) as the eight unsigned nibble registers of q4_0_rows16_vnni:
+ * q[i] lane j = the low nibbles of row j's code dword i, q[4 + i] its high nibbles. Four rows per register by fp_rows4
+ * (256-bit inserts, fewer 512-bit shuffle slots on cores that split them), then the in-lane dword transpose of
+ * fp_codes16: the same bytes in the same lanes.
+ */
+__attribute__((target(FP_VNNI), always_inline))
+static inline void q4_0_nibbles16(const uint8_t* p, int64_t rb, __m512i q[8]) {
+    const __m512i low = _mm512_set1_epi8(0x0f);
+    __m512i z[4];
+    for (int m = 0; m < 4; m++) z[m] = fp_rows4(p + m * rb + 2, 4 * rb, 8 * rb, 12 * rb);
+    const __m512i a0 = _mm512_unpacklo_epi32(z[0], z[1]), a1 = _mm512_unpackhi_epi32(z[0], z[1]);
+    const __m512i a2 = _mm512_unpacklo_epi32(z[2], z[3]), a3 = _mm512_unpackhi_epi32(z[2], z[3]);
+    const __m512i d[4] = {_mm512_unpacklo_epi64(a0, a2), _mm512_unpackhi_epi64(a0, a2),
+                          _mm512_unpacklo_epi64(a1, a3), _mm512_unpackhi_epi64(a1, a3)};
+    for (int i = 0; i < 4; i++) {
+        q[i] = _mm512_and_si512(d[i], low);
+        q[4 + i] = _mm512_and_si512(_mm512_srli_epi32(d[i], 4), low);
+    }
+}
+
+/*
+ * Block k of a sixteen-rows tile for two to eight tokens (the few-tokens forms of Q4_0 and Q8_0): the integers and the
+ * multiply-adds of fp_block16_tokens (so the same bits) in another order: the tokens' dot products advance together,
+ * one code register at a time (n independent vpdpbusd chains in flight rather than one chain of eight after another),
+ * and at two or three tokens each token's first and last four activation dwords take a chain of their own (added
+ * once: exact).
+ */
+__attribute__((target(FP_VNNI), always_inline))
+static inline void fp_block16_few_tokens(const __m512i q[8], __m512 dw, const int8_t* xq, const float* xd, const int32_t* nsum,
+                                         int32_t blocks, int32_t k, const int32_t n, __m512* acc) {
+    __m512i dot[FP_MAX_TOKENS];
+#pragma GCC unroll 8
+    for (int32_t t = 0; t < n; t++) dot[t] = _mm512_set1_epi32(nsum[(int64_t)t * blocks + k]);
+    if (n <= 3) {
+        __m512i high[FP_MAX_TOKENS];
+#pragma GCC unroll 8
+        for (int32_t t = 0; t < n; t++) high[t] = _mm512_setzero_si512();
+        for (int i = 0; i < 4; i++) {
+#pragma GCC unroll 8
+            for (int32_t t = 0; t < n; t++) {
+                const int8_t* x = xq + ((int64_t)t * blocks + k) * 32;
+                int32_t v, u;
+                memcpy(&v, x + 4 * i, sizeof v);
+                memcpy(&u, x + 16 + 4 * i, sizeof u);
+                dot[t] = _mm512_dpbusd_epi32(dot[t], q[i], _mm512_set1_epi32(v));
+                high[t] = _mm512_dpbusd_epi32(high[t], q[4 + i], _mm512_set1_epi32(u));
+            }
+        }
+#pragma GCC unroll 8
+        for (int32_t t = 0; t < n; t++) dot[t] = _mm512_add_epi32(dot[t], high[t]);
+    } else {
+        for (int i = 0; i < 8; i++) {
+#pragma GCC unroll 8
+            for (int32_t t = 0; t < n; t++) {
+                int32_t v;
+                memcpy(&v, xq + ((int64_t)t * blocks + k) * 32 + 4 * i, sizeof v);
+                dot[t] = _mm512_dpbusd_epi32(dot[t], q[i], _mm512_set1_epi32(v));
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int32_t t = 0; t < n; t++)
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[t]), _mm512_mul_ps(dw, _mm512_set1_ps(xd[(int64_t)t * blocks + k])), acc[t]);
+}
+
+/*
+ * Two to eight tokens (a decode step of a few streams), the whole tiles of sixteen rows: per block the codes and
+ * scales of q4_0_rows16_vnni and, per token, the same int32 (the −8·Σx start and eight vpdpbusd: exact, so their order
+ * does not matter) and the same multiply-add into its accumulator, in block order: the same bits. What differs is the
+ * order of the instructions (fp_block16_few_tokens) and that the rows are addressed from one pointer and the row
+ * stride (q4_0_nibbles16). Measured on an AMD EPYC (Zen 4), one thread, CPU time: 4 tokens 0.88x the time of
+ * q4_0_rows16_vnni with the weights in cache, 0.91x streamed from memory; 8 tokens 0.93x; 2 tokens 0.99x. At sixteen
+ * tokens the chains spill (1.4x), so more than eight take q4_0_rows16_vnni. The alternatives measured slower: the
+ * one-token form run per token (no transpose; per token the row sums) 1.06x at 4 tokens, 1.13x at 8; loading the four
+ * rows of a register by masked 128-bit broadcasts, gathering every block's scales, converting the next four blocks'
+ * scales a group ahead: no better. Returns the rows done.
+ */
+__attribute__((target(FP_VNNI), always_inline))
+static inline int32_t q4_0_tiles16_few_tokens_vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq,
+                                                   const float* xd, const int32_t* nsum, const int32_t n, float* out,
+                                                   int32_t out_stride) {
+    const int64_t rb = (int64_t)blocks * 18;
+    const int32_t whole = blocks & ~3;   /* blocks whose scales come four at a time */
+    int32_t index[16];
+    for (int j = 0; j < 16; j++) index[j] = (int32_t)(j * rb);
+    const __m512i at = _mm512_loadu_si512((const void*)index);
+    int32_t r0 = 0;
+    for (; r0 + 16 <= rows; r0 += 16) {
+        const uint8_t* tile = w + (int64_t)r0 * rb;
+        __m512 acc[FP_MAX_TOKENS];
+#pragma GCC unroll 8
+        for (int32_t t = 0; t < n; t++) acc[t] = _mm512_setzero_ps();
+        __m512 four[4];
+        for (int32_t k = 0; k < blocks; k++) {
+            const uint8_t* p = tile + (int64_t)k * 18;
+            if (r0 + 16 < rows) {   /* the next tile as one stream, as q4_0_rows16_vnni */
+                const uint8_t* ahead = tile + 16 * rb + (int64_t)k * 18 * 16;
+                for (int l = 0; l < 18 * 16; l += 64) __builtin_prefetch(ahead + l, 0, 2);
+            }
+            __m512i q[8];
+            q4_0_nibbles16(p, rb, q);
+            __m512 dw;   /* lane j: row j's scale of block k */
+            if (k < whole) {
+                if ((k & 3) == 0) {
+                    const uint8_t* code[16];
+                    for (int j = 0; j < 16; j++) code[j] = p + j * rb;
+                    q4_0_scales16x4(code, 0, four);
+                }
+                dw = four[k & 3];
+            } else {
+                dw = fp_scales16_gather(at, p);
+            }
+            fp_block16_few_tokens(q, dw, xq, xd, nsum, blocks, k, n, acc);
+        }
+#pragma GCC unroll 8
+        for (int32_t t = 0; t < n; t++) _mm512_storeu_ps(out + (int64_t)t * out_stride + r0, acc[t]);
+    }
+    return r0;
+}
+
+/*
+ * Two to eight tokens of Q4_0: the whole tiles by q4_0_tiles16_few_tokens_vnni (one copy per count, in a function of
+ * its own: inlined into the entry with every other copy, its registers were allocated worse), the last rows by
+ * q4_0_rows16_vnni.
+ */
+#define FP_Q4_0_FEW_CASE(N) case N: done = q4_0_tiles16_few_tokens_vnni(w, blocks, rows, xq, xd, nsum, N, out, out_stride); break;
+__attribute__((target(FP_VNNI), noinline))
+static void q4_0_few_tokens_vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
+                                 const int32_t* nsum, const int32_t n, float* out, int32_t out_stride) {
+    int32_t done = 0;
+    switch (n) {
+        FP_Q4_0_FEW_CASE(2) FP_Q4_0_FEW_CASE(3) FP_Q4_0_FEW_CASE(4) FP_Q4_0_FEW_CASE(5)
+        FP_Q4_0_FEW_CASE(6) FP_Q4_0_FEW_CASE(7) FP_Q4_0_FEW_CASE(8)
+        default: break;
+    }
+    if (done < rows) q4_0_rows16_vnni(w + (int64_t)done * blocks * 18, blocks, rows - done, xq, xd, nsum, n, out + done, out_stride);
+}
+
+/*
  * The entry of a sixteen-rows VNNI kernel (Q4_0, Q8_0: KIND##_rows16_vnni, KIND##_tiles16_one_token_vnni,
- * KIND##_neg_sums, the one-row KIND##_rows_vnni; blocks of BYTES bytes): one copy per token count 2 … 8 and 16, the
- * general body for the rest, one token on its own path (whole tiles without the transpose, the last rows as any other
- * count); tokens in passes of what the sums hold; rows of more than FP_Q4_0_SUMS blocks (262144 columns) take the
+ * KIND##_few_tokens_vnni, KIND##_neg_sums, the one-row KIND##_rows_vnni; blocks of BYTES bytes): one copy per token
+ * count 2 … 8 (KIND##_few_tokens_vnni) and 16, the general body for the rest, one token on its own path (whole tiles
+ * without the transpose, the last rows as any other count); tokens in passes of what the sums hold; rows of more than FP_Q4_0_SUMS blocks (262144 columns) take the
  * one-row body for every token count, so the form still depends on the matrix only.
  */
 #define FP_ROWS16_CASE(KIND, N) case N: KIND##_rows16_vnni(w, blocks, rows, xq, xd, nsum, N, out, out_stride); break;
+#define FP_FEW_CASE(KIND, N) case N: KIND##_few_tokens_vnni(w, blocks, rows, xq, xd, nsum, N, out, out_stride); break;
 #define FP_ROWS16_VNNI_ENTRY(KIND, BYTES)                                                                               \
     __attribute__((target(FP_VNNI)))                                                                                  \
     FP_EXPORT void fp_##KIND##_rows_avx512vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq,      \
@@ -620,8 +761,8 @@ static int32_t q4_0_tiles16_one_token_vnni(const uint8_t* w, int32_t blocks, int
                 if (done < rows) KIND##_rows16_vnni(w + (int64_t)done * blocks * (BYTES), blocks, rows - done, xq, xd, \
                                                     nsum, 1, out + done, out_stride);                                 \
             } else switch (m) {                                                                                       \
-                FP_ROWS16_CASE(KIND, 2) FP_ROWS16_CASE(KIND, 3) FP_ROWS16_CASE(KIND, 4) FP_ROWS16_CASE(KIND, 5)       \
-                FP_ROWS16_CASE(KIND, 6) FP_ROWS16_CASE(KIND, 7) FP_ROWS16_CASE(KIND, 8) FP_ROWS16_CASE(KIND, 16)      \
+                FP_FEW_CASE(KIND, 2) FP_FEW_CASE(KIND, 3) FP_FEW_CASE(KIND, 4) FP_FEW_CASE(KIND, 5)                   \
+                FP_FEW_CASE(KIND, 6) FP_FEW_CASE(KIND, 7) FP_FEW_CASE(KIND, 8) FP_ROWS16_CASE(KIND, 16)               \
                 default: KIND##_rows16_vnni(w, blocks, rows, xq, xd, nsum, m, out, out_stride); break;                \
             }                                                                                                         \
             xq += (int64_t)m * blocks * 32;                                                                           \
@@ -726,9 +867,10 @@ static inline void q8_0_rows16_vnni(const uint8_t* w, int32_t blocks, int32_t ro
  * q8_0_rows16_vnni (so the same bits), without the code transpose (as q4_0_tiles16_one_token_vnni): each row's code
  * bytes 0–15 and 16–31 stay in a 128-bit lane (lane L of z[m] = row 4L + m), meet the token's activation bytes
  * broadcast to every lane, and each lane's four partial dwords are summed into lane 4L + m; −128·Σx added last,
- * exact in int32. Returns the rows done.
+ * exact in int32. Returns the rows done. Not inlined: inlined into the entry beside q8_0_few_tokens_vnni it ran 1.12x
+ * slower (the same code, compiled otherwise; measured on an AMD EPYC).
  */
-__attribute__((target(FP_VNNI)))
+__attribute__((target(FP_VNNI), noinline))
 static int32_t q8_0_tiles16_one_token_vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq,
                                            const float* xd, const int32_t* nsum, float* out) {
     const __m512i bias = _mm512_set1_epi8((char)0x80);
@@ -780,6 +922,79 @@ static int32_t q8_0_tiles16_one_token_vnni(const uint8_t* w, int32_t blocks, int
         _mm512_storeu_ps(out + r0, acc);
     }
     return r0;
+}
+
+/*
+ * Two to eight tokens of Q8_0, the whole tiles of sixteen rows: the codes (biased), scales and per-token work of
+ * q8_0_rows16_vnni, so the same bits, in the order of q4_0_tiles16_few_tokens_vnni (fp_block16_few_tokens; the rows
+ * from one pointer and the row stride, each half of a block's codes by fp_rows4 and the in-lane dword transpose).
+ * Returns the rows done.
+ */
+__attribute__((target(FP_VNNI), always_inline))
+static inline int32_t q8_0_tiles16_few_tokens_vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq,
+                                                   const float* xd, const int32_t* nsum, const int32_t n, float* out,
+                                                   int32_t out_stride) {
+    const __m512i bias = _mm512_set1_epi8((char)0x80);
+    const int64_t rb = (int64_t)blocks * 34;
+    const int32_t whole = blocks & ~1;   /* blocks whose scales come two at a time */
+    int32_t index[16];
+    for (int j = 0; j < 16; j++) index[j] = (int32_t)(j * rb);
+    const __m512i at = _mm512_loadu_si512((const void*)index);
+    int32_t r0 = 0;
+    for (; r0 + 16 <= rows; r0 += 16) {
+        const uint8_t* tile = w + (int64_t)r0 * rb;
+        __m512 acc[FP_MAX_TOKENS];
+#pragma GCC unroll 8
+        for (int32_t t = 0; t < n; t++) acc[t] = _mm512_setzero_ps();
+        __m512 two[2];
+        for (int32_t k = 0; k < blocks; k++) {
+            const uint8_t* p = tile + (int64_t)k * 34;
+            if (r0 + 16 < rows) {   /* the next tile as one stream, as q8_0_rows16_vnni */
+                const uint8_t* ahead = tile + 16 * rb + (int64_t)k * 34 * 16;
+                for (int l = 0; l < 34 * 16; l += 64) __builtin_prefetch(ahead + l, 0, 2);
+            }
+            __m512i q[8];
+            for (int h = 0; h < 2; h++) {
+                __m512i z[4];
+                for (int m = 0; m < 4; m++) z[m] = fp_rows4(p + m * rb + 2 + 16 * h, 4 * rb, 8 * rb, 12 * rb);
+                const __m512i a0 = _mm512_unpacklo_epi32(z[0], z[1]), a1 = _mm512_unpackhi_epi32(z[0], z[1]);
+                const __m512i a2 = _mm512_unpacklo_epi32(z[2], z[3]), a3 = _mm512_unpackhi_epi32(z[2], z[3]);
+                q[4 * h] = _mm512_xor_si512(_mm512_unpacklo_epi64(a0, a2), bias);
+                q[4 * h + 1] = _mm512_xor_si512(_mm512_unpackhi_epi64(a0, a2), bias);
+                q[4 * h + 2] = _mm512_xor_si512(_mm512_unpacklo_epi64(a1, a3), bias);
+                q[4 * h + 3] = _mm512_xor_si512(_mm512_unpackhi_epi64(a1, a3), bias);
+            }
+            __m512 dw;   /* lane j: row j's scale of block k */
+            if (k < whole) {
+                if ((k & 1) == 0) {
+                    const uint8_t* code[16];
+                    for (int j = 0; j < 16; j++) code[j] = p + j * rb;
+                    q8_0_scales16x2(code, 0, two);
+                }
+                dw = two[k & 1];
+            } else {
+                dw = fp_scales16_gather(at, p);
+            }
+            fp_block16_few_tokens(q, dw, xq, xd, nsum, blocks, k, n, acc);
+        }
+#pragma GCC unroll 8
+        for (int32_t t = 0; t < n; t++) _mm512_storeu_ps(out + (int64_t)t * out_stride + r0, acc[t]);
+    }
+    return r0;
+}
+
+/* Two to eight tokens of Q8_0: as q4_0_few_tokens_vnni. */
+#define FP_Q8_0_FEW_CASE(N) case N: done = q8_0_tiles16_few_tokens_vnni(w, blocks, rows, xq, xd, nsum, N, out, out_stride); break;
+__attribute__((target(FP_VNNI), noinline))
+static void q8_0_few_tokens_vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
+                                 const int32_t* nsum, const int32_t n, float* out, int32_t out_stride) {
+    int32_t done = 0;
+    switch (n) {
+        FP_Q8_0_FEW_CASE(2) FP_Q8_0_FEW_CASE(3) FP_Q8_0_FEW_CASE(4) FP_Q8_0_FEW_CASE(5)
+        FP_Q8_0_FEW_CASE(6) FP_Q8_0_FEW_CASE(7) FP_Q8_0_FEW_CASE(8)
+        default: break;
+    }
+    if (done < rows) q8_0_rows16_vnni(w + (int64_t)done * blocks * 34, blocks, rows - done, xq, xd, nsum, n, out + done, out_stride);
 }
 
 FP_ROWS16_VNNI_ENTRY(q8_0, 34)

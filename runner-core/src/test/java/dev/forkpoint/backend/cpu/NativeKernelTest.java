@@ -52,30 +52,78 @@ class NativeKernelTest {
         Random rnd = new Random(3);
         for (GgmlType type : new GgmlType[] {GgmlType.Q8_0, GgmlType.Q4_0}) {
             int rows = 29, cols = 32 * 7;   // a whole 16-row tile and a partial one, an odd last block
-            // weights whose blocks quantise to scale 1: integers with the block's extreme at 127 (Q8_0) or −8 (Q4_0)
-            float[] w = new float[rows * cols];
-            for (int b = 0; b < w.length / 32; b++) {
-                for (int j = 0; j < 32; j++) {
-                    w[b * 32 + j] = type == GgmlType.Q8_0 ? rnd.nextInt(255) - 127 : rnd.nextInt(16) - 8;
-                }
-                w[b * 32 + rnd.nextInt(32)] = type == GgmlType.Q8_0 ? 127 : -8;
-            }
+            float[] w = unitScaleWeights(type, rows * cols, rnd);
             MemorySegment seg = quantized(type, w);
             for (int n : new int[] {1, 3, 16}) {
-                float[] x = new float[n * cols];   // activations quantising to scale 1: integers with 127 in each block
-                for (int b = 0; b < x.length / 32; b++) {
-                    for (int j = 0; j < 32; j++) x[b * 32 + j] = rnd.nextInt(255) - 127;
-                    x[b * 32 + rnd.nextInt(32)] = 127;
-                }
+                float[] x = unitScaleActivations(n * cols, rnd);
                 float[] java = fixture.multiply(matrix(type, seg, rows, cols, null), x, n), nat = fixture.multiply(matrix(type, seg, rows, cols, k), x, n);
-                for (int t = 0; t < n; t++) {
-                    for (int r = 0; r < rows; r++) {
-                        long exact = 0;
-                        for (int c = 0; c < cols; c++) exact += (long) w[r * cols + c] * (long) x[t * cols + c];
-                        int at = t * rows + r;
-                        NativeVariants.assertExactSum(exact, java[at], nat[at], type + " " + v + ", token " + t + " row " + r);
-                    }
-                }
+                assertExactSums(w, x, rows, cols, n, java, nat, type + " " + v);
+            }
+        }
+    }
+
+    /** Weights whose blocks quantise to scale 1: integers with the block's extreme at 127 (Q8_0) or −8 (Q4_0). */
+    private static float[] unitScaleWeights(GgmlType type, int count, Random rnd) {
+        float[] w = new float[count];
+        for (int b = 0; b < w.length / 32; b++) {
+            for (int j = 0; j < 32; j++) {
+                w[b * 32 + j] = type == GgmlType.Q8_0 ? rnd.nextInt(255) - 127 : rnd.nextInt(16) - 8;
+            }
+            w[b * 32 + rnd.nextInt(32)] = type == GgmlType.Q8_0 ? 127 : -8;
+        }
+        return w;
+    }
+
+    /** Activations quantising to scale 1: integers with 127 in each block. */
+    private static float[] unitScaleActivations(int count, Random rnd) {
+        float[] x = new float[count];
+        for (int b = 0; b < x.length / 32; b++) {
+            for (int j = 0; j < 32; j++) x[b * 32 + j] = rnd.nextInt(255) - 127;
+            x[b * 32 + rnd.nextInt(32)] = 127;
+        }
+        return x;
+    }
+
+    /** Every (token, row) of java and nat (token-major) is the exact integer Σ w·x, in the same bits. */
+    private static void assertExactSums(float[] w, float[] x, int rows, int cols, int n, float[] java, float[] nat, String what) {
+        for (int t = 0; t < n; t++) {
+            for (int r = 0; r < rows; r++) {
+                long exact = 0;
+                for (int c = 0; c < cols; c++) exact += (long) w[r * cols + c] * (long) x[t * cols + c];
+                int at = t * rows + r;
+                NativeVariants.assertExactSum(exact, java[at], nat[at], what + ", token " + t + " row " + r);
+            }
+        }
+    }
+
+    /**
+     * Every token count a call takes, 1 … 16, and 17 (a call of 16 and one of 1), each its own path in the VNNI kernels
+     * (one token without the transpose, 2 … 8 the few-tokens form, 9 … 15 the general body, 16 its copy): on 53 rows
+     * (three whole 16-row tiles and a tail of 5) of 11 blocks (eight whose scales come four at a time, three gathered),
+     * with unit scales the exact integer sums, and with real scales every token's results the bits of that token alone
+     * and a slice's (from row 3, every row in another lane) the bits of the whole.
+     */
+    @ParameterizedTest
+    @EnumSource(NativeKernels.Variant.class)
+    void everyTokenCountIsExactAndEqualsItsTokensAloneAndItsSlicesBitForBit(NativeKernels.Variant v) {
+        NativeKernels k = fixture.kernels(v);
+        Random rnd = new Random(41);
+        int rows = 53, cols = 32 * 11;
+        for (GgmlType type : new GgmlType[] {GgmlType.Q8_0, GgmlType.Q4_0}) {
+            float[] unit = unitScaleWeights(type, rows * cols, rnd);
+            MemorySegment unitSeg = quantized(type, unit);
+            float[] w = new float[rows * cols];
+            for (int i = 0; i < w.length; i++) w[i] = (float) rnd.nextGaussian();
+            PackedMatrix real = matrix(type, quantized(type, w), rows, cols, k);
+            for (int n = 1; n <= 17; n++) {
+                String what = type + " " + v + " n=" + n;
+                float[] x = unitScaleActivations(n * cols, rnd);
+                float[] java = fixture.multiply(matrix(type, unitSeg, rows, cols, null), x, n);
+                float[] nat = fixture.multiply(matrix(type, unitSeg, rows, cols, k), x, n);
+                assertExactSums(unit, x, rows, cols, n, java, nat, what);
+                float[] g = NativeVariants.gaussian(n * cols, rnd);
+                float[] batch = BatchInvariance.assertBatchEqualsTokensAlone(real, g, n, fixture.pool(), what);
+                BatchInvariance.assertSliceEqualsWhole(real, 3, rows - 3, g, n, batch, fixture.pool(), what);
             }
         }
     }
