@@ -568,18 +568,6 @@ static const int16_t FP_Q6K_SCALE_LANES[2][32] = {
     {8, 8, 8, 8, 12, 12, 12, 12, 9, 9, 9, 9, 13, 13, 13, 13, 10, 10, 10, 10, 14, 14, 14, 14, 11, 11, 11, 11, 15, 15, 15, 15},
 };
 
-/* Lane j of the result = the sum of v[j]'s sixteen lanes, exact in int32: in-lane unpack-and-add steps (each 128-bit
- * lane L then holds four rows' partial sums), then the four 128-bit lanes added across, in a fixed order. */
-__attribute__((target(FP_VNNI), always_inline))
-static inline __m512i kq_row_sums16(const __m512i v[16]) {
-    __m512i a[8], b[4];
-    for (int k = 0; k < 8; k++) a[k] = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2 * k], v[2 * k + 1]), _mm512_unpackhi_epi32(v[2 * k], v[2 * k + 1]));
-    for (int k = 0; k < 4; k++) b[k] = _mm512_add_epi32(_mm512_unpacklo_epi64(a[2 * k], a[2 * k + 1]), _mm512_unpackhi_epi64(a[2 * k], a[2 * k + 1]));
-    const __m512i c0 = _mm512_add_epi32(_mm512_shuffle_i32x4(b[0], b[1], _MM_SHUFFLE(1, 0, 1, 0)), _mm512_shuffle_i32x4(b[0], b[1], _MM_SHUFFLE(3, 2, 3, 2)));
-    const __m512i c1 = _mm512_add_epi32(_mm512_shuffle_i32x4(b[2], b[3], _MM_SHUFFLE(1, 0, 1, 0)), _mm512_shuffle_i32x4(b[2], b[3], _MM_SHUFFLE(3, 2, 3, 2)));
-    return _mm512_add_epi32(_mm512_shuffle_i32x4(c0, c1, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_i32x4(c0, c1, _MM_SHUFFLE(3, 1, 3, 1)));
-}
-
 /* Token counts up to these take the row form for the whole tiles (at most KQ_ROW_FORM_TOKENS: its per-token arrays). */
 #define KQ_ROW_FORM_TOKENS 8
 #ifndef q4_k_ROW_FORM
