@@ -499,6 +499,31 @@ static inline void affine_transpose16(__m512 r[16]) {
     }
 }
 
+/* Groups g0 … g0 + 15 (present: which exist, the others 0) of sixteen rows' scales and biases (sc[j], bi[j]: row j's) as
+ * floats, s[i] and b[i] lane j = group g0 + i of row j. */
+__attribute__((target(FP_VNNI), always_inline))
+static inline void affine_groups16(const uint8_t* const* sc, const uint8_t* const* bi, int kind, int32_t g0,
+                                   __mmask16 present, __m512 s[16], __m512 b[16]) {
+    for (int j = 0; j < 16; j++) {
+        s[j] = affine_values16(sc[j], kind, g0, present);
+        b[j] = affine_values16(bi[j], kind, g0, present);
+    }
+    affine_transpose16(s);
+    affine_transpose16(b);
+}
+
+/* The line at byte `at` of the scales and biases of the sixteen rows from `next` on (those past the last row read
+ * the last row's): the next tile's, prefetched while this one is read. */
+__attribute__((target(FP_VNNI), always_inline))
+static inline void affine_prefetch_groups16(const uint8_t* scales, const uint8_t* biases, int64_t group_bytes,
+                                            int32_t next, int32_t rows, int64_t at) {
+    for (int j = 0; j < 16; j++) {
+        const int64_t o = (int64_t)(next + j < rows ? next + j : rows - 1) * group_bytes + at;
+        __builtin_prefetch(scales + o, 0, 3);
+        __builtin_prefetch(biases + o, 0, 3);
+    }
+}
+
 
 /*
  * The body for a token count known at compile time (the n accumulators, one register of sixteen rows each, then stay
@@ -509,12 +534,8 @@ static inline void affine_transpose16(__m512 r[16]) {
  * dwords 0–3 then their high nibbles, meeting the activations' nibble order; 8 bits the codes as they are) with the
  * token's activation dwords broadcast; exact in int32, no correction. While a tile is read, the next tile's codes
  * are prefetched into L2 as one sequential stream, and its scales and biases per sixteen groups.
- * One token at 4 bits, in a whole tile: the same integers and multiply-adds without the code transpose, which nothing
- * amortises at one token: each row's 16 code bytes stay in a 128-bit lane (lane L of register m = row 4L + m, as
- * fp_codes16 loads them), meet the activation bytes 0–15 (low nibbles) and 16–31 (high nibbles) broadcast to every
- * lane, and each lane's four partial dwords are summed into lane 4L + m by two unpack-and-add steps (exact, so the
- * same S_k); the rows are addressed from the tile's start and strides of 1–3, 4, 8 and 12 rows (sixteen pointers
- * spill, and every code load then waits on a reload of its pointer).
+ * One token's whole tiles at 4 bits take affine4_tiles16_one_token_vnni below (the same integers and multiply-adds
+ * without the code transpose).
  */
 __attribute__((target(FP_VNNI), always_inline))
 static inline void affine_rows_vnni(const int bits, const int32_t kind, const uint8_t* w, const uint8_t* scales,
@@ -525,31 +546,21 @@ static inline void affine_rows_vnni(const int bits, const int32_t kind, const ui
     const int32_t groups = blocks >> gs;
     const int64_t block_bytes = bits == 4 ? 16 : 32, value_bytes = affine_value_bytes(kind);
     const int64_t row_bytes = (int64_t)blocks * block_bytes, group_bytes = (int64_t)groups * value_bytes;
-    const int64_t rb4 = 4 * row_bytes, rb8 = 8 * row_bytes, rb12 = 12 * row_bytes;
     for (int32_t r0 = 0; r0 < rows; r0 += 16) {
         const uint8_t* code[16];
         const uint8_t* sc[16];
         const uint8_t* bi[16];
         affine_tile_rows(w, scales, biases, row_bytes, group_bytes, r0, rows, code, sc, bi);
         const __mmask16 live = rows - r0 >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (rows - r0)) - 1);
-        const int whole_tile = rows - r0 >= 16;
-        const uint8_t* tile = w + (int64_t)r0 * row_bytes;   /* a whole tile's rows: tile + j·row_bytes */
         __m512 acc[FP_MAX_TOKENS];
 #pragma GCC unroll 16
         for (int32_t t = 0; t < n; t++) acc[t] = _mm512_setzero_ps();
         for (int32_t g0 = 0; g0 < groups; g0 += 16) {
             const int32_t count = groups - g0 < 16 ? groups - g0 : 16;
             const __mmask16 present = count == 16 ? (__mmask16)0xffff : (__mmask16)((1u << count) - 1);
-            __m512 s[16], b[16];
-            for (int j = 0; j < 16; j++) {
-                s[j] = affine_values16(sc[j], kind, g0, present);
-                b[j] = affine_values16(bi[j], kind, g0, present);
-                const int64_t at = (int64_t)(r0 + 16 + j < rows ? r0 + 16 + j : rows - 1) * group_bytes + g0 * value_bytes;
-                __builtin_prefetch(scales + at, 0, 3);
-                __builtin_prefetch(biases + at, 0, 3);
-            }
-            affine_transpose16(s);   /* s[i] lane j: the scale of group g0 + i of row j */
-            affine_transpose16(b);
+            __m512 s[16], b[16];   /* s[i] lane j: the scale of group g0 + i of row j */
+            affine_groups16(sc, bi, kind, g0, present, s, b);
+            affine_prefetch_groups16(scales, biases, group_bytes, r0 + 16, rows, g0 * value_bytes);
             for (int32_t i = 0; i < count; i++) {
 #pragma GCC unroll 16
                 for (int32_t t = 0; t < n; t++) acc[t] = _mm512_fmadd_ps(b[i], _mm512_set1_ps(xg[(int64_t)t * groups + g0 + i]), acc[t]);
@@ -565,21 +576,6 @@ static inline void affine_rows_vnni(const int bits, const int32_t kind, const ui
                     for (int64_t l = 0; l < block_bytes * 16; l += 64) __builtin_prefetch(ahead + l, 0, 2);
                 }
                 const __m512 sk = s[(k >> gs) - g0];
-                if (bits == 4 && n == 1 && whole_tile) {   /* one token: no code transpose (see above) */
-                    const uint8_t* p[4] = {tile + o, tile + row_bytes + o, tile + 2 * row_bytes + o, tile + 3 * row_bytes + o};
-                    const int8_t* x = xq + (int64_t)k * 32;
-                    const __m512i xlo = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i*)x));
-                    const __m512i xhi = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i*)(x + 16)));
-                    __m512i e[4];
-                    for (int m = 0; m < 4; m++) {
-                        const __m512i z = fp_rows4(p[m], rb4, rb8, rb12);
-                        e[m] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, _mm512_and_si512(z, low), xlo),
-                                                   _mm512_and_si512(_mm512_srli_epi32(z, 4), low), xhi);
-                    }
-                    const __m512i dot = fp_row_sums16(e);
-                    acc[0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(sk, _mm512_set1_ps(xd[k])), acc[0]);
-                    continue;
-                }
                 __m512i q[8];
                 if (bits == 4) {
                     __m512i d[4];
@@ -607,26 +603,151 @@ static inline void affine_rows_vnni(const int bits, const int32_t kind, const ui
 }
 
 /*
- * 4 bits: one copy per token count 1 … 8 and 16 (accumulators in registers; a prefill calls with 16), the general
- * body for 9 … 15 (copies of those doubled the file's build time). The scale type stays a run-time argument (a
- * predictable branch per sixteen groups).
+ * Four rows' 64 code bytes at r, r + rb, r + 2·rb, r + 3·rb (four blocks of each) times one token's activations of
+ * those blocks (xlo lane L: block L's bytes 0–15, meeting the low nibbles; xhi: bytes 16–31, the high nibbles): lane L
+ * of the result holds the four rows' exact sums of block L (dword m: row m). Per row two vpdpbusd leave four partial
+ * dwords per lane; pairs of rows, then the two pairs, are added within each lane.
  */
-#define FP_AFFINE_VNNI_CASE(BITS, N) \
-    case N: affine_rows_vnni(BITS, kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, N, out, out_stride); return;
-#define FP_AFFINE_VNNI_ENTRY(BITS)                                                                                    \
-    __attribute__((target(FP_VNNI)))                                                                                  \
-    FP_EXPORT void fp_affine##BITS##_rows_avx512vnni(const uint8_t* w, const uint8_t* scales, const uint8_t* biases,  \
-            int32_t kind, int32_t gs, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,               \
-            const float* xg, int32_t n, float* out, int32_t out_stride) {                                             \
-        switch (n) {                                                                                                  \
-            FP_AFFINE_VNNI_CASE(BITS, 1) FP_AFFINE_VNNI_CASE(BITS, 2) FP_AFFINE_VNNI_CASE(BITS, 3)                    \
-            FP_AFFINE_VNNI_CASE(BITS, 4) FP_AFFINE_VNNI_CASE(BITS, 5) FP_AFFINE_VNNI_CASE(BITS, 6)                    \
-            FP_AFFINE_VNNI_CASE(BITS, 7) FP_AFFINE_VNNI_CASE(BITS, 8) FP_AFFINE_VNNI_CASE(BITS, 16)                   \
-            default: affine_rows_vnni(BITS, kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, n, out, out_stride); return; \
-        }                                                                                                             \
+__attribute__((target(FP_VNNI), always_inline))
+static inline __m512i affine_rows4x4(const uint8_t* r, int64_t rb, __m512i xlo, __m512i xhi) {
+    const __m512i low = _mm512_set1_epi8(0x0f);
+    __m512i e[4];
+    for (int m = 0; m < 4; m++) {
+        const __m512i z = _mm512_loadu_si512((const void*)(r + m * rb));
+        e[m] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(z, low), xlo),
+                                   _mm512_and_si512(_mm512_srli_epi32(z, 4), low), xhi);
     }
+    const __m512i p01 = _mm512_add_epi32(_mm512_unpacklo_epi32(e[0], e[1]), _mm512_unpackhi_epi32(e[0], e[1]));
+    const __m512i p23 = _mm512_add_epi32(_mm512_unpacklo_epi32(e[2], e[3]), _mm512_unpackhi_epi32(e[2], e[3]));
+    return _mm512_add_epi32(_mm512_unpacklo_epi64(p01, p23), _mm512_unpackhi_epi64(p01, p23));
+}
 
-FP_AFFINE_VNNI_ENTRY(4)
+/* A 4 × 4 transpose of 128-bit lanes: lane c of d[L] = lane L of q[c] (q[c]: rows 4c … 4c + 3 per block, d[L]: block
+ * L, lane j = row j). */
+__attribute__((target(FP_VNNI), always_inline))
+static inline void affine_lanes4x4(const __m512i q[4], __m512i d[4]) {
+    const __m512i t0 = _mm512_shuffle_i32x4(q[0], q[1], 0x44), t1 = _mm512_shuffle_i32x4(q[0], q[1], 0xee);
+    const __m512i t2 = _mm512_shuffle_i32x4(q[2], q[3], 0x44), t3 = _mm512_shuffle_i32x4(q[2], q[3], 0xee);
+    d[0] = _mm512_shuffle_i32x4(t0, t2, 0x88);
+    d[1] = _mm512_shuffle_i32x4(t0, t2, 0xdd);
+    d[2] = _mm512_shuffle_i32x4(t1, t3, 0x88);
+    d[3] = _mm512_shuffle_i32x4(t1, t3, 0xdd);
+}
+
+/*
+ * One token (a decode step) at 4 bits, the whole tiles of sixteen rows: the same integers and the same multiply-adds,
+ * in the same order, per row as affine_rows_vnni (so the same bits), formed without the code transpose that nothing
+ * amortises at one token. Per four blocks (64 code bytes of a row, one load), each row's register meets the four
+ * blocks' activation bytes 0–15 (low nibbles) and 16–31 (high nibbles), 128-bit lane L = block L (two lane shuffles
+ * of the token's 128 activation bytes), so that its dword 4L + i is a partial sum of block L; four rows at a time are
+ * reduced to one register (affine_rows4x4), the four of a tile transposed by lanes to one register per block with lane
+ * j = row j's exact S_k (affine_lanes4x4). The blocks of a sixteen-groups span beyond its last multiple of four take
+ * the one-block form (fp_rows4, fp_row_sums16). Returns the rows done.
+ */
+__attribute__((target(FP_VNNI)))
+static int32_t affine4_tiles16_one_token_vnni(const int32_t kind, const uint8_t* w, const uint8_t* scales,
+                                              const uint8_t* biases, int32_t gs, int32_t blocks, int32_t rows,
+                                              const int8_t* xq, const float* xd, const float* xg, float* out) {
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512i low = _mm512_set1_epi8(0x0f);
+    const int32_t groups = blocks >> gs;
+    const int64_t value_bytes = affine_value_bytes(kind);
+    const int64_t rb = (int64_t)blocks * 16, group_bytes = (int64_t)groups * value_bytes;
+    const int64_t rb4 = 4 * rb, rb8 = 8 * rb, rb12 = 12 * rb;
+    int32_t r0 = 0;
+    for (; r0 + 16 <= rows; r0 += 16) {
+        const uint8_t* tile = w + (int64_t)r0 * rb;
+        const uint8_t* sc[16];
+        const uint8_t* bi[16];
+        for (int j = 0; j < 16; j++) {
+            sc[j] = scales + (int64_t)(r0 + j) * group_bytes;
+            bi[j] = biases + (int64_t)(r0 + j) * group_bytes;
+        }
+        __m512 acc = _mm512_setzero_ps();
+        for (int32_t g0 = 0; g0 < groups; g0 += 16) {
+            const int32_t count = groups - g0 < 16 ? groups - g0 : 16;
+            const __mmask16 present = count == 16 ? (__mmask16)0xffff : (__mmask16)((1u << count) - 1);
+            __m512 s[16], b[16];   /* s[i] lane j: the scale of group g0 + i of row j */
+            affine_groups16(sc, bi, kind, g0, present, s, b);
+            affine_prefetch_groups16(scales, biases, group_bytes, r0 + 16, rows, g0 * value_bytes);
+            for (int32_t i = 0; i < count; i++) acc = _mm512_fmadd_ps(b[i], _mm512_set1_ps(xg[g0 + i]), acc);
+            const int32_t end = (g0 + count) << gs;
+            int32_t k = g0 << gs;
+            for (; k + 4 <= end; k += 4) {
+                const int64_t o = (int64_t)k * 16;
+                if (r0 + 16 < rows) {   /* the next tile as one stream, 16 block sizes of it per block (as affine_rows_vnni) */
+                    const uint8_t* ahead = tile + 16 * rb + o * 16;
+                    for (int l = 0; l < 4 * 16 * 16; l += 64) __builtin_prefetch(ahead + l, 0, 2);
+                }
+                const __m512i x0 = _mm512_loadu_si512((const void*)(xq + (int64_t)k * 32));
+                const __m512i x1 = _mm512_loadu_si512((const void*)(xq + (int64_t)k * 32 + 64));
+                const __m512i xlo = _mm512_shuffle_i32x4(x0, x1, 0x88);   /* lane L: block k + L's bytes 0–15 */
+                const __m512i xhi = _mm512_shuffle_i32x4(x0, x1, 0xdd);   /* and 16–31 */
+                /* the chunk's rows from one pointer the compiler cannot see through: otherwise it keeps sixteen row
+                   pointers across the loop, which spill (every code load then waits on a reload of its pointer) */
+                const uint8_t* at = tile + o;
+                __m512i q[4], d[4];
+                for (int c = 0; c < 4; c++) {
+                    __asm__("" : "+r"(at));
+                    q[c] = affine_rows4x4(at, rb, xlo, xhi);
+                    at += rb4;
+                }
+                affine_lanes4x4(q, d);
+                for (int i = 0; i < 4; i++) {
+                    const __m512 sk = s[((k + i) >> gs) - g0];
+                    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d[i]), _mm512_mul_ps(sk, _mm512_set1_ps(xd[k + i])), acc);
+                }
+            }
+            for (; k < end; k++) {   /* one block at a time: a row's 16 bytes per 128-bit lane, lane L of e[m] row 4L + m */
+                const int64_t o = (int64_t)k * 16;
+                if (r0 + 16 < rows) {
+                    const uint8_t* ahead = tile + 16 * rb + o * 16;
+                    for (int l = 0; l < 16 * 16; l += 64) __builtin_prefetch(ahead + l, 0, 2);
+                }
+                const int8_t* x = xq + (int64_t)k * 32;
+                const __m512i xlo = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i*)x));
+                const __m512i xhi = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i*)(x + 16)));
+                __m512i e[4];
+                for (int m = 0; m < 4; m++) {
+                    const __m512i z = fp_rows4(tile + m * rb + o, rb4, rb8, rb12);
+                    e[m] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, _mm512_and_si512(z, low), xlo),
+                                               _mm512_and_si512(_mm512_srli_epi32(z, 4), low), xhi);
+                }
+                const __m512 sk = s[(k >> gs) - g0];
+                acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(fp_row_sums16(e)), _mm512_mul_ps(sk, _mm512_set1_ps(xd[k])), acc);
+            }
+        }
+        _mm512_storeu_ps(out + r0, acc);
+    }
+    return r0;
+}
+
+/*
+ * 4 bits: one token on its own path (whole tiles without the transpose, the last rows as any other count), one copy
+ * per token count 2 … 8 and 16 (accumulators in registers; a prefill calls with 16), the general body for 9 … 15
+ * (copies of those doubled the file's build time). The scale type stays a run-time argument (a predictable branch per
+ * sixteen groups).
+ */
+#define FP_AFFINE4_VNNI_CASE(N) \
+    case N: affine_rows_vnni(4, kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, N, out, out_stride); return;
+__attribute__((target(FP_VNNI)))
+FP_EXPORT void fp_affine4_rows_avx512vnni(const uint8_t* w, const uint8_t* scales, const uint8_t* biases, int32_t kind,
+                                          int32_t gs, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
+                                          const float* xg, int32_t n, float* out, int32_t out_stride) {
+    switch (n) {
+        case 1: {
+            const int32_t done = affine4_tiles16_one_token_vnni(kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, out);
+            const int64_t group_bytes = (int64_t)(blocks >> gs) * affine_value_bytes(kind);
+            if (done < rows) affine_rows_vnni(4, kind, w + (int64_t)done * blocks * 16, scales + done * group_bytes,
+                                              biases + done * group_bytes, gs, blocks, rows - done, xq, xd, xg, 1,
+                                              out + done, out_stride);
+            return;
+        }
+        FP_AFFINE4_VNNI_CASE(2) FP_AFFINE4_VNNI_CASE(3) FP_AFFINE4_VNNI_CASE(4) FP_AFFINE4_VNNI_CASE(5)
+        FP_AFFINE4_VNNI_CASE(6) FP_AFFINE4_VNNI_CASE(7) FP_AFFINE4_VNNI_CASE(8) FP_AFFINE4_VNNI_CASE(16)
+        default: affine_rows_vnni(4, kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, n, out, out_stride); return;
+    }
+}
 
 /* 8 bits: the one-row body, one copy per token count 1 … 8, the general body for more. */
 #define FP_AFFINE8_PAIRS_CASE(N) \
