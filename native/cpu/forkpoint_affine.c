@@ -603,57 +603,61 @@ static inline void affine_rows_vnni(const int bits, const int32_t kind, const ui
 }
 
 /*
- * Four rows' 64 code bytes at r, r + rb, r + 2·rb, r + 3·rb (four blocks of each) times one token's activations of
- * those blocks (xlo lane L: block L's bytes 0–15, meeting the low nibbles; xhi: bytes 16–31, the high nibbles): lane L
- * of the result holds the four rows' exact sums of block L (dword m: row m). Per row two vpdpbusd leave four partial
- * dwords per lane; pairs of rows, then the two pairs, are added within each lane.
+ * One chunk (four blocks, 64 code bytes of a row) times one token: xs[0] lane L = block L's activation bytes 0–15
+ * (meeting the low nibbles), xs[1] bytes 16–31 (the high nibbles); dwords 4L … 4L + 3 of the result are partial sums
+ * of block L.
  */
 __attribute__((target(FP_VNNI), always_inline))
-static inline __m512i affine_rows4x4(const uint8_t* r, int64_t rb, __m512i xlo, __m512i xhi) {
+static inline __m512i affine_chunk(__m512i z, const __m512i* xs) {
     const __m512i low = _mm512_set1_epi8(0x0f);
-    __m512i e[4];
-    for (int m = 0; m < 4; m++) {
-        const __m512i z = _mm512_loadu_si512((const void*)(r + m * rb));
-        e[m] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(z, low), xlo),
-                                   _mm512_and_si512(_mm512_srli_epi32(z, 4), low), xhi);
-    }
+    return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(z, low), xs[0]),
+                               _mm512_and_si512(_mm512_srli_epi32(z, 4), low), xs[1]);
+}
+
+/* Four chunks' partial sums (e[m]: chunk m) added into one register of sixteen block sums, exact: dword 4L + m = the sum
+ * of block 4m + L. Pairs of chunks, then the two pairs, added within each 128-bit lane. */
+__attribute__((target(FP_VNNI), always_inline))
+static inline __m512i affine_quad_sums(const __m512i e[4]) {
     const __m512i p01 = _mm512_add_epi32(_mm512_unpacklo_epi32(e[0], e[1]), _mm512_unpackhi_epi32(e[0], e[1]));
     const __m512i p23 = _mm512_add_epi32(_mm512_unpacklo_epi32(e[2], e[3]), _mm512_unpackhi_epi32(e[2], e[3]));
     return _mm512_add_epi32(_mm512_unpacklo_epi64(p01, p23), _mm512_unpackhi_epi64(p01, p23));
 }
 
-/* A 4 × 4 transpose of 128-bit lanes: lane c of d[L] = lane L of q[c] (q[c]: rows 4c … 4c + 3 per block, d[L]: block
- * L, lane j = row j). */
+/* The first `bytes` (0 … 64) bytes at p, the rest 0. */
 __attribute__((target(FP_VNNI), always_inline))
-static inline void affine_lanes4x4(const __m512i q[4], __m512i d[4]) {
-    const __m512i t0 = _mm512_shuffle_i32x4(q[0], q[1], 0x44), t1 = _mm512_shuffle_i32x4(q[0], q[1], 0xee);
-    const __m512i t2 = _mm512_shuffle_i32x4(q[2], q[3], 0x44), t3 = _mm512_shuffle_i32x4(q[2], q[3], 0xee);
-    d[0] = _mm512_shuffle_i32x4(t0, t2, 0x88);
-    d[1] = _mm512_shuffle_i32x4(t0, t2, 0xdd);
-    d[2] = _mm512_shuffle_i32x4(t1, t3, 0x88);
-    d[3] = _mm512_shuffle_i32x4(t1, t3, 0xdd);
+static inline __m512i affine_load_part(const void* p, int32_t bytes) {
+    const __mmask64 m = bytes >= 64 ? ~(__mmask64)0 : bytes <= 0 ? (__mmask64)0 : (((__mmask64)1 << bytes) - 1);
+    return _mm512_maskz_loadu_epi8(m, p);
 }
+
+#define FP_AFFINE_PANEL 16   /* quads (sixteen blocks) per panel: a tile's sums 16 KiB, the activations 8 KiB */
+/* How far ahead the one-token tiles prefetch their codes, into L2 (measured on an AMD EPYC, one core, a decode step's
+ * matrices of a mapped 0.7 GB file: 8–24 KiB into L2 within 1 %, 4 KiB or 8 KiB into L1 1.25–1.5x the time). */
+#define FP_AFFINE_PREFETCH_BYTES 16384
 
 /*
  * One token (a decode step) at 4 bits, the whole tiles of sixteen rows: the same integers and the same multiply-adds,
- * in the same order, per row as affine_rows_vnni (so the same bits), formed without the code transpose that nothing
- * amortises at one token. Per four blocks (64 code bytes of a row, one load), each row's register meets the four
- * blocks' activation bytes 0–15 (low nibbles) and 16–31 (high nibbles), 128-bit lane L = block L (two lane shuffles
- * of the token's 128 activation bytes), so that its dword 4L + i is a partial sum of block L; four rows at a time are
- * reduced to one register (affine_rows4x4), the four of a tile transposed by lanes to one register per block with lane
- * j = row j's exact S_k (affine_lanes4x4). The blocks of a sixteen-groups span beyond its last multiple of four take
- * the one-block form (fp_rows4, fp_row_sums16). Returns the rows done.
+ * in the same order, per row as affine_rows_vnni (so the same bits), read in the matrix's own order. A tile's rows go
+ * one after the other, each from its start (per panel of up to FP_AFFINE_PANEL · 16 blocks: the whole row up to 8192
+ * columns), so the codes are one sequential stream, prefetched FP_AFFINE_PREFETCH_BYTES ahead into L2. Read across
+ * the sixteen rows a few blocks at a time, as the rows-in-lanes forms do, one core streamed a mapped file at 0.7x the
+ * rate however the next tile was prefetched (a decode step's matrices took 1.1x the time of this form). Per row and
+ * chunk of four blocks (one 64-byte load) the partial sums of affine_chunk, with the token's activations put in that
+ * order once per panel (two lane shuffles per chunk); four chunks' sums added into one register of sixteen block sums
+ * (affine_quad_sums) kept in an L1 scratch; after the tile's sixteen rows, per sixteen blocks the sixteen rows'
+ * registers transposed (lane j = row j) and the float work in block order, the bias terms of every sixteen groups
+ * first, as in affine_rows_vnni. A panel's last quad, when the row ends inside it, is read with masked loads (zeros
+ * past the end). Returns the rows done.
  */
 __attribute__((target(FP_VNNI)))
 static int32_t affine4_tiles16_one_token_vnni(const int32_t kind, const uint8_t* w, const uint8_t* scales,
                                               const uint8_t* biases, int32_t gs, int32_t blocks, int32_t rows,
                                               const int8_t* xq, const float* xd, const float* xg, float* out) {
-    const __m512i zero = _mm512_setzero_si512();
-    const __m512i low = _mm512_set1_epi8(0x0f);
-    const int32_t groups = blocks >> gs;
+    const int32_t groups = blocks >> gs, quads = (blocks + 15) >> 4;
     const int64_t value_bytes = affine_value_bytes(kind);
     const int64_t rb = (int64_t)blocks * 16, group_bytes = (int64_t)groups * value_bytes;
-    const int64_t rb4 = 4 * rb, rb8 = 8 * rb, rb12 = 12 * rb;
+    __m512i xs[8 * FP_AFFINE_PANEL];      /* chunk c: xs[2c] low-nibble activations, xs[2c + 1] high */
+    __m512i sums[16 * FP_AFFINE_PANEL];   /* row j, quad q of the panel: sums[j · FP_AFFINE_PANEL + q] */
     int32_t r0 = 0;
     for (; r0 + 16 <= rows; r0 += 16) {
         const uint8_t* tile = w + (int64_t)r0 * rb;
@@ -664,57 +668,57 @@ static int32_t affine4_tiles16_one_token_vnni(const int32_t kind, const uint8_t*
             bi[j] = biases + (int64_t)(r0 + j) * group_bytes;
         }
         __m512 acc = _mm512_setzero_ps();
-        for (int32_t g0 = 0; g0 < groups; g0 += 16) {
-            const int32_t count = groups - g0 < 16 ? groups - g0 : 16;
-            const __mmask16 present = count == 16 ? (__mmask16)0xffff : (__mmask16)((1u << count) - 1);
-            __m512 s[16], b[16];   /* s[i] lane j: the scale of group g0 + i of row j */
-            affine_groups16(sc, bi, kind, g0, present, s, b);
-            affine_prefetch_groups16(scales, biases, group_bytes, r0 + 16, rows, g0 * value_bytes);
-            for (int32_t i = 0; i < count; i++) acc = _mm512_fmadd_ps(b[i], _mm512_set1_ps(xg[g0 + i]), acc);
-            const int32_t end = (g0 + count) << gs;
-            int32_t k = g0 << gs;
-            for (; k + 4 <= end; k += 4) {
-                const int64_t o = (int64_t)k * 16;
-                if (r0 + 16 < rows) {   /* the next tile as one stream, 16 block sizes of it per block (as affine_rows_vnni) */
-                    const uint8_t* ahead = tile + 16 * rb + o * 16;
-                    for (int l = 0; l < 4 * 16 * 16; l += 64) __builtin_prefetch(ahead + l, 0, 2);
+        for (int32_t q0 = 0; q0 < quads; q0 += FP_AFFINE_PANEL) {
+            const int32_t nq = quads - q0 < FP_AFFINE_PANEL ? quads - q0 : FP_AFFINE_PANEL;
+            const int32_t k0 = q0 * 16, k1 = blocks - k0 < nq * 16 ? blocks : k0 + nq * 16;   /* the panel's blocks */
+            const int32_t whole = (k1 - k0) >> 4;   /* quads with all sixteen blocks */
+            for (int32_t c = 0; c < 4 * nq; c++) {
+                const int32_t k = k0 + 4 * c, bytes = (k1 - k) * 32;
+                const int8_t* x = xq + (int64_t)k * 32;
+                const __m512i x0 = bytes >= 128 ? _mm512_loadu_si512((const void*)x) : affine_load_part(x, bytes);
+                const __m512i x1 = bytes >= 128 ? _mm512_loadu_si512((const void*)(x + 64)) : affine_load_part(x + 64, bytes - 64);
+                xs[2 * c] = _mm512_shuffle_i32x4(x0, x1, 0x88);       /* lane L: block k + L's bytes 0–15 */
+                xs[2 * c + 1] = _mm512_shuffle_i32x4(x0, x1, 0xdd);   /* and 16–31 */
+            }
+            for (int j = 0; j < 16; j++) {
+                const uint8_t* row = tile + (int64_t)j * rb + (int64_t)k0 * 16;
+                int32_t q = 0;
+                for (; q < whole; q++) {
+                    const uint8_t* p = row + (int64_t)q * 256;
+                    __m512i e[4];
+                    for (int m = 0; m < 4; m++) {
+                        __builtin_prefetch(p + 64 * m + FP_AFFINE_PREFETCH_BYTES, 0, 2);
+                        e[m] = affine_chunk(_mm512_loadu_si512((const void*)(p + 64 * m)), xs + 8 * q + 2 * m);
+                    }
+                    sums[j * FP_AFFINE_PANEL + q] = affine_quad_sums(e);
                 }
-                const __m512i x0 = _mm512_loadu_si512((const void*)(xq + (int64_t)k * 32));
-                const __m512i x1 = _mm512_loadu_si512((const void*)(xq + (int64_t)k * 32 + 64));
-                const __m512i xlo = _mm512_shuffle_i32x4(x0, x1, 0x88);   /* lane L: block k + L's bytes 0–15 */
-                const __m512i xhi = _mm512_shuffle_i32x4(x0, x1, 0xdd);   /* and 16–31 */
-                /* the chunk's rows from one pointer the compiler cannot see through: otherwise it keeps sixteen row
-                   pointers across the loop, which spill (every code load then waits on a reload of its pointer) */
-                const uint8_t* at = tile + o;
-                __m512i q[4], d[4];
-                for (int c = 0; c < 4; c++) {
-                    __asm__("" : "+r"(at));
-                    q[c] = affine_rows4x4(at, rb, xlo, xhi);
-                    at += rb4;
-                }
-                affine_lanes4x4(q, d);
-                for (int i = 0; i < 4; i++) {
-                    const __m512 sk = s[((k + i) >> gs) - g0];
-                    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d[i]), _mm512_mul_ps(sk, _mm512_set1_ps(xd[k + i])), acc);
+                if (q < nq) {   /* the row ends inside this quad */
+                    const uint8_t* p = row + (int64_t)q * 256;
+                    const int32_t bytes = (k1 - k0 - 16 * q) * 16;
+                    __m512i e[4];
+                    for (int m = 0; m < 4; m++) e[m] = affine_chunk(affine_load_part(p + 64 * m, bytes - 64 * m), xs + 8 * q + 2 * m);
+                    sums[j * FP_AFFINE_PANEL + q] = affine_quad_sums(e);
                 }
             }
-            for (; k < end; k++) {   /* one block at a time: a row's 16 bytes per 128-bit lane, lane L of e[m] row 4L + m */
-                const int64_t o = (int64_t)k * 16;
-                if (r0 + 16 < rows) {
-                    const uint8_t* ahead = tile + 16 * rb + o * 16;
-                    for (int l = 0; l < 16 * 16; l += 64) __builtin_prefetch(ahead + l, 0, 2);
+            for (int32_t g0 = k0 >> gs; g0 < k1 >> gs; g0 += 16) {
+                const int32_t count = groups - g0 < 16 ? groups - g0 : 16;
+                const __mmask16 present = count == 16 ? (__mmask16)0xffff : (__mmask16)((1u << count) - 1);
+                __m512 s[16], b[16];   /* s[i] lane j: the scale of group g0 + i of row j */
+                affine_groups16(sc, bi, kind, g0, present, s, b);
+                affine_prefetch_groups16(scales, biases, group_bytes, r0 + 16, rows, g0 * value_bytes);
+                for (int32_t i = 0; i < count; i++) acc = _mm512_fmadd_ps(b[i], _mm512_set1_ps(xg[g0 + i]), acc);
+                const int32_t end = (g0 + count) << gs;
+                for (int32_t k = g0 << gs; k < end; k += 16) {
+                    const int32_t q = (k - k0) >> 4, n16 = end - k < 16 ? end - k : 16;
+                    __m512 t[16];   /* t[4L + m] lane j: row j's sum of block k + 4m + L */
+                    for (int j = 0; j < 16; j++) t[j] = _mm512_castsi512_ps(sums[j * FP_AFFINE_PANEL + q]);
+                    affine_transpose16(t);
+                    for (int32_t i = 0; i < n16; i++) {
+                        const __m512 sk = s[((k + i) >> gs) - g0];
+                        const __m512i dot = _mm512_castps_si512(t[4 * (i & 3) + (i >> 2)]);
+                        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(sk, _mm512_set1_ps(xd[k + i])), acc);
+                    }
                 }
-                const int8_t* x = xq + (int64_t)k * 32;
-                const __m512i xlo = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i*)x));
-                const __m512i xhi = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i*)(x + 16)));
-                __m512i e[4];
-                for (int m = 0; m < 4; m++) {
-                    const __m512i z = fp_rows4(tile + m * rb + o, rb4, rb8, rb12);
-                    e[m] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, _mm512_and_si512(z, low), xlo),
-                                               _mm512_and_si512(_mm512_srli_epi32(z, 4), low), xhi);
-                }
-                const __m512 sk = s[(k >> gs) - g0];
-                acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(fp_row_sums16(e)), _mm512_mul_ps(sk, _mm512_set1_ps(xd[k])), acc);
             }
         }
         _mm512_storeu_ps(out + r0, acc);

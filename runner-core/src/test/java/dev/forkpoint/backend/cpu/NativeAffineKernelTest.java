@@ -181,24 +181,24 @@ class NativeAffineKernelTest {
     }
 
     /**
-     * 4 bits, one token (a decode step), whose whole 16-row tiles the VNNI kernel takes four blocks per row load: rows
-     * of 1 … 70 blocks (runs of four, the last one to three blocks of a sixteen-groups span alone, more than sixteen
-     * groups), 47 and 129 rows (slices of one and two whole tiles and a partial one). With unit scales, integer biases and
-     * unit activation scales the result is the exact integer sum; with real ones a token alone is the bits of the same
-     * token in a batch (which no one-token path forms), and a slice (other rows in each tile's lanes) the bits of the
-     * whole, one token and batches alike.
+     * 4 bits, one token (a decode step), whose whole 16-row tiles the VNNI kernel reads row after row, sixteen blocks
+     * at a time: rows of 1 … 70 blocks (ending inside a run of sixteen, more than sixteen groups) and of 260 (a second
+     * panel of four blocks), 47 and 129 rows (slices of one and two whole tiles and a partial one). With unit scales,
+     * integer biases and unit activation scales the result is the exact integer sum; with real ones a token alone is
+     * the bits of the same token in a batch (which no one-token path forms), and a slice (other rows in each tile's
+     * lanes) the bits of the whole, one token and batches alike.
      */
     @ParameterizedTest
     @EnumSource(NativeKernels.Variant.class)
     void oneTokenWholeTilesAreExactAndEqualTheBatchBitForBit(NativeKernels.Variant v) {
         NativeKernels k = fixture.kernels(v);
         Random rnd = new Random(43);
-        int[] groupCounts = {1, 2, 3, 7, 19, 35};
+        int[] groupCounts = {1, 2, 3, 7, 19, 35, -1};   // −1: 8320 columns, 260 blocks (two panels of the VNNI form)
         for (int gs : GROUP_SIZES) {
             for (int shape = 0; shape < groupCounts.length; shape++) {
                 GgmlType st = SCALE_TYPES[(shape + gs / 32) % SCALE_TYPES.length];
                 AffineFormat f = new AffineFormat(4, gs);
-                int cols = gs * groupCounts[shape];
+                int cols = groupCounts[shape] < 0 ? 8320 : gs * groupCounts[shape];
                 for (int rows : new int[] {47, 129}) {
                     int groups = rows * cols / gs;
                     int[] codes = new int[rows * cols];
