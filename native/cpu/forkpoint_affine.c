@@ -5,7 +5,8 @@
  * result depends only on that row's and that token's bytes, never on n, the slice or the row's place in it; every
  * integer block sum is exact (int32); nothing is allocated or kept between calls; at most FP_MAX_TOKENS tokens per
  * call; the codes are read once per call as one stream prefetched FP_PREFETCH_BYTES ahead (and each row's scales and
- * biases, two short streams beside it, the same distance ahead).
+ * biases, two short streams beside it, the same distance ahead; the one-token tiles at 4 bits read their rows one after
+ * the other, prefetched FP_AFFINE_PREFETCH_BYTES ahead into L2).
  *
  * The format (MLX affine, backend.cpu.AffineMatrix / tensor.AffineFormat): a row of `blocks`·32 elements in groups of
  * 32·2^group_shift (group size 32, 64, 128: group_shift 0, 1, 2); element j of group g stands for s_g·q_j + b_g with
