@@ -5,7 +5,8 @@
  * result depends only on that row's and that token's bytes, never on n, the slice or the row's place in it; every
  * integer block sum is exact (int32); nothing is allocated or kept between calls; at most FP_MAX_TOKENS tokens per
  * call; the codes are read once per call as one stream prefetched FP_PREFETCH_BYTES ahead (and each row's scales and
- * biases, two short streams beside it, the same distance ahead).
+ * biases, two short streams beside it, the same distance ahead; the one-token tiles at 4 bits read their rows one after
+ * the other, prefetched FP_AFFINE_PREFETCH_BYTES ahead into L2).
  *
  * The format (MLX affine, backend.cpu.AffineMatrix / tensor.AffineFormat): a row of `blocks`·32 elements in groups of
  * 32·2^group_shift (group size 32, 64, 128: group_shift 0, 1, 2); element j of group g stands for s_g·q_j + b_g with
@@ -499,6 +500,31 @@ static inline void affine_transpose16(__m512 r[16]) {
     }
 }
 
+/* Groups g0 … g0 + 15 (present: which exist, the others 0) of sixteen rows' scales and biases (sc[j], bi[j]: row j's) as
+ * floats, s[i] and b[i] lane j = group g0 + i of row j. */
+__attribute__((target(FP_VNNI), always_inline))
+static inline void affine_groups16(const uint8_t* const* sc, const uint8_t* const* bi, int kind, int32_t g0,
+                                   __mmask16 present, __m512 s[16], __m512 b[16]) {
+    for (int j = 0; j < 16; j++) {
+        s[j] = affine_values16(sc[j], kind, g0, present);
+        b[j] = affine_values16(bi[j], kind, g0, present);
+    }
+    affine_transpose16(s);
+    affine_transpose16(b);
+}
+
+/* The line at byte `at` of the scales and biases of the sixteen rows from `next` on (those past the last row read
+ * the last row's): the next tile's, prefetched while this one is read. */
+__attribute__((target(FP_VNNI), always_inline))
+static inline void affine_prefetch_groups16(const uint8_t* scales, const uint8_t* biases, int64_t group_bytes,
+                                            int32_t next, int32_t rows, int64_t at) {
+    for (int j = 0; j < 16; j++) {
+        const int64_t o = (int64_t)(next + j < rows ? next + j : rows - 1) * group_bytes + at;
+        __builtin_prefetch(scales + o, 0, 3);
+        __builtin_prefetch(biases + o, 0, 3);
+    }
+}
+
 
 /*
  * The body for a token count known at compile time (the n accumulators, one register of sixteen rows each, then stay
@@ -509,12 +535,8 @@ static inline void affine_transpose16(__m512 r[16]) {
  * dwords 0–3 then their high nibbles, meeting the activations' nibble order; 8 bits the codes as they are) with the
  * token's activation dwords broadcast; exact in int32, no correction. While a tile is read, the next tile's codes
  * are prefetched into L2 as one sequential stream, and its scales and biases per sixteen groups.
- * One token at 4 bits, in a whole tile: the same integers and multiply-adds without the code transpose, which nothing
- * amortises at one token: each row's 16 code bytes stay in a 128-bit lane (lane L of register m = row 4L + m, as
- * fp_codes16 loads them), meet the activation bytes 0–15 (low nibbles) and 16–31 (high nibbles) broadcast to every
- * lane, and each lane's four partial dwords are summed into lane 4L + m by two unpack-and-add steps (exact, so the
- * same S_k); the rows are addressed from the tile's start and strides of 1–3, 4, 8 and 12 rows (sixteen pointers
- * spill, and every code load then waits on a reload of its pointer).
+ * One token's whole tiles at 4 bits take affine4_tiles16_one_token_vnni below (the same integers and multiply-adds
+ * without the code transpose).
  */
 __attribute__((target(FP_VNNI), always_inline))
 static inline void affine_rows_vnni(const int bits, const int32_t kind, const uint8_t* w, const uint8_t* scales,
@@ -525,31 +547,21 @@ static inline void affine_rows_vnni(const int bits, const int32_t kind, const ui
     const int32_t groups = blocks >> gs;
     const int64_t block_bytes = bits == 4 ? 16 : 32, value_bytes = affine_value_bytes(kind);
     const int64_t row_bytes = (int64_t)blocks * block_bytes, group_bytes = (int64_t)groups * value_bytes;
-    const int64_t rb4 = 4 * row_bytes, rb8 = 8 * row_bytes, rb12 = 12 * row_bytes;
     for (int32_t r0 = 0; r0 < rows; r0 += 16) {
         const uint8_t* code[16];
         const uint8_t* sc[16];
         const uint8_t* bi[16];
         affine_tile_rows(w, scales, biases, row_bytes, group_bytes, r0, rows, code, sc, bi);
         const __mmask16 live = rows - r0 >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (rows - r0)) - 1);
-        const int whole_tile = rows - r0 >= 16;
-        const uint8_t* tile = w + (int64_t)r0 * row_bytes;   /* a whole tile's rows: tile + j·row_bytes */
         __m512 acc[FP_MAX_TOKENS];
 #pragma GCC unroll 16
         for (int32_t t = 0; t < n; t++) acc[t] = _mm512_setzero_ps();
         for (int32_t g0 = 0; g0 < groups; g0 += 16) {
             const int32_t count = groups - g0 < 16 ? groups - g0 : 16;
             const __mmask16 present = count == 16 ? (__mmask16)0xffff : (__mmask16)((1u << count) - 1);
-            __m512 s[16], b[16];
-            for (int j = 0; j < 16; j++) {
-                s[j] = affine_values16(sc[j], kind, g0, present);
-                b[j] = affine_values16(bi[j], kind, g0, present);
-                const int64_t at = (int64_t)(r0 + 16 + j < rows ? r0 + 16 + j : rows - 1) * group_bytes + g0 * value_bytes;
-                __builtin_prefetch(scales + at, 0, 3);
-                __builtin_prefetch(biases + at, 0, 3);
-            }
-            affine_transpose16(s);   /* s[i] lane j: the scale of group g0 + i of row j */
-            affine_transpose16(b);
+            __m512 s[16], b[16];   /* s[i] lane j: the scale of group g0 + i of row j */
+            affine_groups16(sc, bi, kind, g0, present, s, b);
+            affine_prefetch_groups16(scales, biases, group_bytes, r0 + 16, rows, g0 * value_bytes);
             for (int32_t i = 0; i < count; i++) {
 #pragma GCC unroll 16
                 for (int32_t t = 0; t < n; t++) acc[t] = _mm512_fmadd_ps(b[i], _mm512_set1_ps(xg[(int64_t)t * groups + g0 + i]), acc[t]);
@@ -565,21 +577,6 @@ static inline void affine_rows_vnni(const int bits, const int32_t kind, const ui
                     for (int64_t l = 0; l < block_bytes * 16; l += 64) __builtin_prefetch(ahead + l, 0, 2);
                 }
                 const __m512 sk = s[(k >> gs) - g0];
-                if (bits == 4 && n == 1 && whole_tile) {   /* one token: no code transpose (see above) */
-                    const uint8_t* p[4] = {tile + o, tile + row_bytes + o, tile + 2 * row_bytes + o, tile + 3 * row_bytes + o};
-                    const int8_t* x = xq + (int64_t)k * 32;
-                    const __m512i xlo = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i*)x));
-                    const __m512i xhi = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i*)(x + 16)));
-                    __m512i e[4];
-                    for (int m = 0; m < 4; m++) {
-                        const __m512i z = fp_rows4(p[m], rb4, rb8, rb12);
-                        e[m] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(zero, _mm512_and_si512(z, low), xlo),
-                                                   _mm512_and_si512(_mm512_srli_epi32(z, 4), low), xhi);
-                    }
-                    const __m512i dot = fp_row_sums16(e);
-                    acc[0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(sk, _mm512_set1_ps(xd[k])), acc[0]);
-                    continue;
-                }
                 __m512i q[8];
                 if (bits == 4) {
                     __m512i d[4];
@@ -607,26 +604,155 @@ static inline void affine_rows_vnni(const int bits, const int32_t kind, const ui
 }
 
 /*
- * 4 bits: one copy per token count 1 … 8 and 16 (accumulators in registers; a prefill calls with 16), the general
- * body for 9 … 15 (copies of those doubled the file's build time). The scale type stays a run-time argument (a
- * predictable branch per sixteen groups).
+ * One chunk (four blocks, 64 code bytes of a row) times one token: xs[0] lane L = block L's activation bytes 0–15
+ * (meeting the low nibbles), xs[1] bytes 16–31 (the high nibbles); dwords 4L … 4L + 3 of the result are partial sums
+ * of block L.
  */
-#define FP_AFFINE_VNNI_CASE(BITS, N) \
-    case N: affine_rows_vnni(BITS, kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, N, out, out_stride); return;
-#define FP_AFFINE_VNNI_ENTRY(BITS)                                                                                    \
-    __attribute__((target(FP_VNNI)))                                                                                  \
-    FP_EXPORT void fp_affine##BITS##_rows_avx512vnni(const uint8_t* w, const uint8_t* scales, const uint8_t* biases,  \
-            int32_t kind, int32_t gs, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,               \
-            const float* xg, int32_t n, float* out, int32_t out_stride) {                                             \
-        switch (n) {                                                                                                  \
-            FP_AFFINE_VNNI_CASE(BITS, 1) FP_AFFINE_VNNI_CASE(BITS, 2) FP_AFFINE_VNNI_CASE(BITS, 3)                    \
-            FP_AFFINE_VNNI_CASE(BITS, 4) FP_AFFINE_VNNI_CASE(BITS, 5) FP_AFFINE_VNNI_CASE(BITS, 6)                    \
-            FP_AFFINE_VNNI_CASE(BITS, 7) FP_AFFINE_VNNI_CASE(BITS, 8) FP_AFFINE_VNNI_CASE(BITS, 16)                   \
-            default: affine_rows_vnni(BITS, kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, n, out, out_stride); return; \
-        }                                                                                                             \
-    }
+__attribute__((target(FP_VNNI), always_inline))
+static inline __m512i affine_chunk(__m512i z, const __m512i* xs) {
+    const __m512i low = _mm512_set1_epi8(0x0f);
+    return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(z, low), xs[0]),
+                               _mm512_and_si512(_mm512_srli_epi32(z, 4), low), xs[1]);
+}
 
-FP_AFFINE_VNNI_ENTRY(4)
+/* Four chunks' partial sums (e[m]: chunk m) added into one register of sixteen block sums, exact: dword 4L + m = the sum
+ * of block 4m + L. Pairs of chunks, then the two pairs, added within each 128-bit lane. */
+__attribute__((target(FP_VNNI), always_inline))
+static inline __m512i affine_quad_sums(const __m512i e[4]) {
+    const __m512i p01 = _mm512_add_epi32(_mm512_unpacklo_epi32(e[0], e[1]), _mm512_unpackhi_epi32(e[0], e[1]));
+    const __m512i p23 = _mm512_add_epi32(_mm512_unpacklo_epi32(e[2], e[3]), _mm512_unpackhi_epi32(e[2], e[3]));
+    return _mm512_add_epi32(_mm512_unpacklo_epi64(p01, p23), _mm512_unpackhi_epi64(p01, p23));
+}
+
+/* The first `bytes` (0 … 64) bytes at p, the rest 0. */
+__attribute__((target(FP_VNNI), always_inline))
+static inline __m512i affine_load_part(const void* p, int32_t bytes) {
+    const __mmask64 m = bytes >= 64 ? ~(__mmask64)0 : bytes <= 0 ? (__mmask64)0 : (((__mmask64)1 << bytes) - 1);
+    return _mm512_maskz_loadu_epi8(m, p);
+}
+
+#define FP_AFFINE_PANEL 16   /* quads (sixteen blocks) per panel: a tile's sums 16 KiB, the activations 8 KiB */
+/* How far ahead the one-token tiles prefetch their codes, into L2 (measured on an AMD EPYC, one core, a decode step's
+ * matrices of a mapped 0.7 GB file: 8–24 KiB into L2 within 1 %, 4 KiB or 8 KiB into L1 1.25–1.5x the time). */
+#define FP_AFFINE_PREFETCH_BYTES 16384
+
+/*
+ * One token (a decode step) at 4 bits, the whole tiles of sixteen rows: the same integers and the same multiply-adds,
+ * in the same order, per row as affine_rows_vnni (so the same bits), read in the matrix's own order. A tile's rows go
+ * one after the other, each from its start (per panel of up to FP_AFFINE_PANEL · 16 blocks: the whole row up to 8192
+ * columns), so the codes are one sequential stream, prefetched FP_AFFINE_PREFETCH_BYTES ahead into L2. Read across
+ * the sixteen rows a few blocks at a time, as the rows-in-lanes forms do, one core streamed a mapped file at 0.7x the
+ * rate however the next tile was prefetched (a decode step's matrices took 1.1x the time of this form). Per row and
+ * chunk of four blocks (one 64-byte load) the partial sums of affine_chunk, with the token's activations put in that
+ * order once per panel (two lane shuffles per chunk); four chunks' sums added into one register of sixteen block sums
+ * (affine_quad_sums) kept in an L1 scratch; after the tile's sixteen rows, per sixteen blocks the sixteen rows'
+ * registers transposed (lane j = row j) and the float work in block order, the bias terms of every sixteen groups
+ * first, as in affine_rows_vnni. A panel's last quad, when the row ends inside it, is read with masked loads (zeros
+ * past the end). Returns the rows done.
+ */
+__attribute__((target(FP_VNNI)))
+static int32_t affine4_tiles16_one_token_vnni(const int32_t kind, const uint8_t* w, const uint8_t* scales,
+                                              const uint8_t* biases, int32_t gs, int32_t blocks, int32_t rows,
+                                              const int8_t* xq, const float* xd, const float* xg, float* out) {
+    const int32_t groups = blocks >> gs, quads = (blocks + 15) >> 4;
+    const int64_t value_bytes = affine_value_bytes(kind);
+    const int64_t rb = (int64_t)blocks * 16, group_bytes = (int64_t)groups * value_bytes;
+    __m512i xs[8 * FP_AFFINE_PANEL];      /* chunk c: xs[2c] low-nibble activations, xs[2c + 1] high */
+    __m512i sums[16 * FP_AFFINE_PANEL];   /* row j, quad q of the panel: sums[j · FP_AFFINE_PANEL + q] */
+    int32_t r0 = 0;
+    for (; r0 + 16 <= rows; r0 += 16) {
+        const uint8_t* tile = w + (int64_t)r0 * rb;
+        const uint8_t* sc[16];
+        const uint8_t* bi[16];
+        for (int j = 0; j < 16; j++) {
+            sc[j] = scales + (int64_t)(r0 + j) * group_bytes;
+            bi[j] = biases + (int64_t)(r0 + j) * group_bytes;
+        }
+        __m512 acc = _mm512_setzero_ps();
+        for (int32_t q0 = 0; q0 < quads; q0 += FP_AFFINE_PANEL) {
+            const int32_t nq = quads - q0 < FP_AFFINE_PANEL ? quads - q0 : FP_AFFINE_PANEL;
+            const int32_t k0 = q0 * 16, k1 = blocks - k0 < nq * 16 ? blocks : k0 + nq * 16;   /* the panel's blocks */
+            const int32_t whole = (k1 - k0) >> 4;   /* quads with all sixteen blocks */
+            for (int32_t c = 0; c < 4 * nq; c++) {
+                const int32_t k = k0 + 4 * c, bytes = (k1 - k) * 32;
+                const int8_t* x = xq + (int64_t)k * 32;
+                const __m512i x0 = bytes >= 128 ? _mm512_loadu_si512((const void*)x) : affine_load_part(x, bytes);
+                const __m512i x1 = bytes >= 128 ? _mm512_loadu_si512((const void*)(x + 64)) : affine_load_part(x + 64, bytes - 64);
+                xs[2 * c] = _mm512_shuffle_i32x4(x0, x1, 0x88);       /* lane L: block k + L's bytes 0–15 */
+                xs[2 * c + 1] = _mm512_shuffle_i32x4(x0, x1, 0xdd);   /* and 16–31 */
+            }
+            for (int j = 0; j < 16; j++) {
+                const uint8_t* row = tile + (int64_t)j * rb + (int64_t)k0 * 16;
+                int32_t q = 0;
+                for (; q < whole; q++) {
+                    const uint8_t* p = row + (int64_t)q * 256;
+                    __m512i e[4];
+                    for (int m = 0; m < 4; m++) {
+                        __builtin_prefetch(p + 64 * m + FP_AFFINE_PREFETCH_BYTES, 0, 2);
+                        e[m] = affine_chunk(_mm512_loadu_si512((const void*)(p + 64 * m)), xs + 8 * q + 2 * m);
+                    }
+                    sums[j * FP_AFFINE_PANEL + q] = affine_quad_sums(e);
+                }
+                if (q < nq) {   /* the row ends inside this quad */
+                    const uint8_t* p = row + (int64_t)q * 256;
+                    const int32_t bytes = (k1 - k0 - 16 * q) * 16;
+                    __m512i e[4];
+                    for (int m = 0; m < 4; m++) e[m] = affine_chunk(affine_load_part(p + 64 * m, bytes - 64 * m), xs + 8 * q + 2 * m);
+                    sums[j * FP_AFFINE_PANEL + q] = affine_quad_sums(e);
+                }
+            }
+            for (int32_t g0 = k0 >> gs; g0 < k1 >> gs; g0 += 16) {
+                const int32_t count = groups - g0 < 16 ? groups - g0 : 16;
+                const __mmask16 present = count == 16 ? (__mmask16)0xffff : (__mmask16)((1u << count) - 1);
+                __m512 s[16], b[16];   /* s[i] lane j: the scale of group g0 + i of row j */
+                affine_groups16(sc, bi, kind, g0, present, s, b);
+                affine_prefetch_groups16(scales, biases, group_bytes, r0 + 16, rows, g0 * value_bytes);
+                for (int32_t i = 0; i < count; i++) acc = _mm512_fmadd_ps(b[i], _mm512_set1_ps(xg[g0 + i]), acc);
+                const int32_t end = (g0 + count) << gs;
+                for (int32_t k = g0 << gs; k < end; k += 16) {
+                    const int32_t q = (k - k0) >> 4, n16 = end - k < 16 ? end - k : 16;
+                    __m512 t[16];   /* t[4L + m] lane j: row j's sum of block k + 4m + L */
+                    for (int j = 0; j < 16; j++) t[j] = _mm512_castsi512_ps(sums[j * FP_AFFINE_PANEL + q]);
+                    affine_transpose16(t);
+                    for (int32_t i = 0; i < n16; i++) {
+                        const __m512 sk = s[((k + i) >> gs) - g0];
+                        const __m512i dot = _mm512_castps_si512(t[4 * (i & 3) + (i >> 2)]);
+                        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(sk, _mm512_set1_ps(xd[k + i])), acc);
+                    }
+                }
+            }
+        }
+        _mm512_storeu_ps(out + r0, acc);
+    }
+    return r0;
+}
+
+/*
+ * 4 bits: one token on its own path (whole tiles without the transpose, the last rows as any other count), one copy
+ * per token count 2 … 8 and 16 (accumulators in registers; a prefill calls with 16), the general body for 9 … 15
+ * (copies of those doubled the file's build time). The scale type stays a run-time argument (a predictable branch per
+ * sixteen groups).
+ */
+#define FP_AFFINE4_VNNI_CASE(N) \
+    case N: affine_rows_vnni(4, kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, N, out, out_stride); return;
+__attribute__((target(FP_VNNI)))
+FP_EXPORT void fp_affine4_rows_avx512vnni(const uint8_t* w, const uint8_t* scales, const uint8_t* biases, int32_t kind,
+                                          int32_t gs, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
+                                          const float* xg, int32_t n, float* out, int32_t out_stride) {
+    switch (n) {
+        case 1: {
+            const int32_t done = affine4_tiles16_one_token_vnni(kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, out);
+            const int64_t group_bytes = (int64_t)(blocks >> gs) * affine_value_bytes(kind);
+            if (done < rows) affine_rows_vnni(4, kind, w + (int64_t)done * blocks * 16, scales + done * group_bytes,
+                                              biases + done * group_bytes, gs, blocks, rows - done, xq, xd, xg, 1,
+                                              out + done, out_stride);
+            return;
+        }
+        FP_AFFINE4_VNNI_CASE(2) FP_AFFINE4_VNNI_CASE(3) FP_AFFINE4_VNNI_CASE(4) FP_AFFINE4_VNNI_CASE(5)
+        FP_AFFINE4_VNNI_CASE(6) FP_AFFINE4_VNNI_CASE(7) FP_AFFINE4_VNNI_CASE(8) FP_AFFINE4_VNNI_CASE(16)
+        default: affine_rows_vnni(4, kind, w, scales, biases, gs, blocks, rows, xq, xd, xg, n, out, out_stride); return;
+    }
+}
 
 /* 8 bits: the one-row body, one copy per token count 1 … 8, the general body for more. */
 #define FP_AFFINE8_PAIRS_CASE(N) \

@@ -180,6 +180,57 @@ class NativeAffineKernelTest {
         }
     }
 
+    /**
+     * 4 bits, one token (a decode step), whose whole 16-row tiles the VNNI kernel reads row after row, sixteen blocks
+     * at a time: rows of 1 … 70 blocks (ending inside a run of sixteen, more than sixteen groups) and of 260 (a second
+     * panel of four blocks), 47 and 129 rows (slices of one and two whole tiles and a partial one). With unit scales,
+     * integer biases and unit activation scales the result is the exact integer sum; with real ones a token alone is
+     * the bits of the same token in a batch (which no one-token path forms), and a slice (other rows in each tile's
+     * lanes) the bits of the whole, one token and batches alike.
+     */
+    @ParameterizedTest
+    @EnumSource(NativeKernels.Variant.class)
+    void oneTokenWholeTilesAreExactAndEqualTheBatchBitForBit(NativeKernels.Variant v) {
+        NativeKernels k = fixture.kernels(v);
+        Random rnd = new Random(43);
+        int[] groupCounts = {1, 2, 3, 7, 19, 35, -1};   // −1: 8320 columns, 260 blocks (two panels of the VNNI form)
+        for (int gs : GROUP_SIZES) {
+            for (int shape = 0; shape < groupCounts.length; shape++) {
+                GgmlType st = SCALE_TYPES[(shape + gs / 32) % SCALE_TYPES.length];
+                AffineFormat f = new AffineFormat(4, gs);
+                int cols = groupCounts[shape] < 0 ? 8320 : gs * groupCounts[shape];
+                for (int rows : new int[] {47, 129}) {
+                    int groups = rows * cols / gs;
+                    int[] codes = new int[rows * cols];
+                    for (int i = 0; i < codes.length; i++) codes[i] = rnd.nextInt(16);
+                    float[] unit = new float[groups], integer = new float[groups], scales = new float[groups], biases = new float[groups];
+                    for (int g = 0; g < groups; g++) {
+                        unit[g] = 1;
+                        integer[g] = -rnd.nextInt(8);
+                        scales[g] = (1 + rnd.nextInt(127)) / 4096f;
+                        biases[g] = -rnd.nextInt(256) / 64f;
+                    }
+                    String what = f.typeName() + " " + st + " " + v + " " + rows + "×" + cols;
+                    float[] x = unitActivations(rnd, 1, cols);
+                    float[] nat = fixture.multiply(PackedMatrix.of(tensor(f, st, rows, cols, codes, unit, integer), k), x, 1);
+                    for (int r = 0; r < rows; r++) {
+                        long exact = 0;
+                        for (int c = 0; c < cols; c++) exact += ((long) codes[r * cols + c] + (long) integer[(r * cols + c) / gs]) * (long) x[c];
+                        assertEquals(Float.floatToRawIntBits((float) exact), Float.floatToRawIntBits(nat[r]), what + " row " + r + ": " + nat[r] + " vs exact " + exact);
+                    }
+                    PackedMatrix m = PackedMatrix.of(tensor(f, st, rows, cols, codes, scales, biases), k);
+                    float[] one = NativeVariants.gaussian(cols, rnd);
+                    BatchInvariance.assertSliceEqualsWhole(m, 5, 40, one, 1, fixture.multiply(m, one, 1), fixture.pool(), what + " n=1");
+                    for (int n : new int[] {2, 3}) {
+                        float[] xs = NativeVariants.gaussian(n * cols, rnd);
+                        float[] batch = BatchInvariance.assertBatchEqualsTokensAlone(m, xs, n, fixture.pool(), what + " n=" + n);
+                        BatchInvariance.assertSliceEqualsWhole(m, 5, 40, xs, n, batch, fixture.pool(), what + " n=" + n);
+                    }
+                }
+            }
+        }
+    }
+
     @Test
     void otherWidthsStayOnTheJavaKernels() {
         NativeKernels k = NativeVariants.chosen();
