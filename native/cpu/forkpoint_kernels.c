@@ -717,22 +717,26 @@ static inline int32_t q4_0_tiles16_few_tokens_vnni(const uint8_t* w, int32_t blo
 }
 
 /*
- * Two to eight tokens of Q4_0: the whole tiles by q4_0_tiles16_few_tokens_vnni (one copy per count, in a function of
- * its own: inlined into the entry with every other copy, its registers were allocated worse), the last rows by
- * q4_0_rows16_vnni.
+ * Two to eight tokens of a sixteen-rows VNNI kernel (Q4_0, Q8_0; blocks of BYTES bytes): the whole tiles by
+ * KIND##_tiles16_few_tokens_vnni (one copy per count, in a function of its own: inlined into the entry with every other
+ * copy, its registers were allocated worse), the last rows by KIND##_rows16_vnni.
  */
-#define FP_Q4_0_FEW_CASE(N) case N: done = q4_0_tiles16_few_tokens_vnni(w, blocks, rows, xq, xd, nsum, N, out, out_stride); break;
-__attribute__((target(FP_VNNI), noinline))
-static void q4_0_few_tokens_vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
-                                 const int32_t* nsum, const int32_t n, float* out, int32_t out_stride) {
-    int32_t done = 0;
-    switch (n) {
-        FP_Q4_0_FEW_CASE(2) FP_Q4_0_FEW_CASE(3) FP_Q4_0_FEW_CASE(4) FP_Q4_0_FEW_CASE(5)
-        FP_Q4_0_FEW_CASE(6) FP_Q4_0_FEW_CASE(7) FP_Q4_0_FEW_CASE(8)
-        default: break;
+#define FP_FEW_TILES_CASE(KIND, N) case N: done = KIND##_tiles16_few_tokens_vnni(w, blocks, rows, xq, xd, nsum, N, out, out_stride); break;
+#define FP_FEW_TOKENS_VNNI(KIND, BYTES)                                                                                \
+    __attribute__((target(FP_VNNI), noinline))                                                                        \
+    static void KIND##_few_tokens_vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq,              \
+                                       const float* xd, const int32_t* nsum, const int32_t n, float* out,             \
+                                       int32_t out_stride) {                                                          \
+        int32_t done = 0;                                                                                             \
+        switch (n) {                                                                                                  \
+            FP_FEW_TILES_CASE(KIND, 2) FP_FEW_TILES_CASE(KIND, 3) FP_FEW_TILES_CASE(KIND, 4) FP_FEW_TILES_CASE(KIND, 5)     \
+            FP_FEW_TILES_CASE(KIND, 6) FP_FEW_TILES_CASE(KIND, 7) FP_FEW_TILES_CASE(KIND, 8)                          \
+            default: break;                                                                                           \
+        }                                                                                                             \
+        if (done < rows) KIND##_rows16_vnni(w + (int64_t)done * blocks * (BYTES), blocks, rows - done, xq, xd, nsum,  \
+                                            n, out + done, out_stride);                                               \
     }
-    if (done < rows) q4_0_rows16_vnni(w + (int64_t)done * blocks * 18, blocks, rows - done, xq, xd, nsum, n, out + done, out_stride);
-}
+FP_FEW_TOKENS_VNNI(q4_0, 18)
 
 /*
  * The entry of a sixteen-rows VNNI kernel (Q4_0, Q8_0: KIND##_rows16_vnni, KIND##_tiles16_one_token_vnni,
@@ -983,19 +987,7 @@ static inline int32_t q8_0_tiles16_few_tokens_vnni(const uint8_t* w, int32_t blo
     return r0;
 }
 
-/* Two to eight tokens of Q8_0: as q4_0_few_tokens_vnni. */
-#define FP_Q8_0_FEW_CASE(N) case N: done = q8_0_tiles16_few_tokens_vnni(w, blocks, rows, xq, xd, nsum, N, out, out_stride); break;
-__attribute__((target(FP_VNNI), noinline))
-static void q8_0_few_tokens_vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
-                                 const int32_t* nsum, const int32_t n, float* out, int32_t out_stride) {
-    int32_t done = 0;
-    switch (n) {
-        FP_Q8_0_FEW_CASE(2) FP_Q8_0_FEW_CASE(3) FP_Q8_0_FEW_CASE(4) FP_Q8_0_FEW_CASE(5)
-        FP_Q8_0_FEW_CASE(6) FP_Q8_0_FEW_CASE(7) FP_Q8_0_FEW_CASE(8)
-        default: break;
-    }
-    if (done < rows) q8_0_rows16_vnni(w + (int64_t)done * blocks * 34, blocks, rows - done, xq, xd, nsum, n, out + done, out_stride);
-}
+FP_FEW_TOKENS_VNNI(q8_0, 34)
 
 FP_ROWS16_VNNI_ENTRY(q8_0, 34)
 #endif /* FP_X86 */
