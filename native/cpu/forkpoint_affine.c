@@ -295,8 +295,7 @@ static void affine4_rows16_avx2(const uint8_t* w, const uint8_t* scales, const u
                 for (int32_t c = 0; c < kc; c++) {
                     const int64_t o = (int64_t)(k0 + c) * 16;
                     if (h == 0 && r0 + 16 < rows) {   /* the next tile (16 contiguous rows) as one stream, 16 blocks' bytes per block */
-                        const uint8_t* ahead = w + (int64_t)(r0 + 16) * row_bytes + o * 16;
-                        for (int l = 0; l < 16 * 16; l += 64) __builtin_prefetch(ahead + l, 0, 2);
+                        fp_prefetch_tile16(w + (int64_t)(r0 + 16) * row_bytes, o, 16);
                     }
                     fp_nibbles8(code + 8 * h, o, q[c] + 8 * h);
                 }
@@ -552,7 +551,7 @@ static inline void affine_rows_vnni(const int bits, const int32_t kind, const ui
         const uint8_t* sc[16];
         const uint8_t* bi[16];
         affine_tile_rows(w, scales, biases, row_bytes, group_bytes, r0, rows, code, sc, bi);
-        const __mmask16 live = rows - r0 >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (rows - r0)) - 1);
+        const __mmask16 live = fp_tile16_live(r0, rows);
         __m512 acc[FP_MAX_TOKENS];
 #pragma GCC unroll 16
         for (int32_t t = 0; t < n; t++) acc[t] = _mm512_setzero_ps();
@@ -573,8 +572,7 @@ static inline void affine_rows_vnni(const int bits, const int32_t kind, const ui
                    stream into L2, 16 block sizes of it per block, so that it is all asked for by the tile's end
                    (a line per row at the sweep's column instead, 16 streams, measured slower: decode 1.4x the time) */
                 if (r0 + 16 < rows) {
-                    const uint8_t* ahead = w + (int64_t)(r0 + 16) * row_bytes + o * 16;
-                    for (int64_t l = 0; l < block_bytes * 16; l += 64) __builtin_prefetch(ahead + l, 0, 2);
+                    fp_prefetch_tile16(w + (int64_t)(r0 + 16) * row_bytes, o, block_bytes);
                 }
                 const __m512 sk = s[(k >> gs) - g0];
                 __m512i q[8];

@@ -226,7 +226,7 @@ static void q4_0_rows16_avx2(const uint8_t* w, int32_t blocks, int32_t rows, con
     __m256 acc[FP_MAX_TOKENS][2];
     for (int32_t r0 = 0; r0 < rows; r0 += 16) {
         const uint8_t* code[16];
-        for (int j = 0; j < 16; j++) code[j] = w + (int64_t)(r0 + j < rows ? r0 + j : rows - 1) * row_bytes;
+        fp_tile16_rows(w, row_bytes, r0, rows, code);
         for (int32_t t = 0; t < n; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
         for (int32_t k0 = 0; k0 < blocks; k0 += FP_Q4_0_CHUNK) {
             const int32_t count = blocks - k0 < FP_Q4_0_CHUNK ? blocks - k0 : FP_Q4_0_CHUNK;
@@ -235,8 +235,7 @@ static void q4_0_rows16_avx2(const uint8_t* w, int32_t blocks, int32_t rows, con
                 for (int32_t c = 0; c < count; c++) {
                     const int64_t o = (int64_t)(k0 + c) * 18;
                     if (h == 0 && r0 + 16 < rows) {   /* the next tile (16 contiguous rows) as one stream, 16 blocks' bytes per block */
-                        const uint8_t* ahead = w + (int64_t)(r0 + 16) * row_bytes + o * 16;
-                        for (int l = 0; l < 18 * 16; l += 64) __builtin_prefetch(ahead + l, 0, 2);
+                        fp_prefetch_tile16(w + (int64_t)(r0 + 16) * row_bytes, o, 18);
                     }
                     fp_nibbles8(code + 8 * h, o + 2, q[c] + 8 * h);
                     dw[c][h] = q4_0_scales8(code + 8 * h, o);   /* lane j: row 8h + j's scale of block k0 + c */
@@ -496,14 +495,11 @@ static inline void q4_0_rows16_vnni(const uint8_t* w, int32_t blocks, int32_t ro
     const int64_t row_bytes = (int64_t)blocks * 18;
     for (int32_t r0 = 0; r0 < rows; r0 += 16) {
         const uint8_t* code[16];
+        fp_tile16_rows(w, row_bytes, r0, rows, code);
         int32_t index[16];
-        for (int j = 0; j < 16; j++) {
-            int64_t r = r0 + j < rows ? r0 + j : rows - 1;
-            code[j] = w + r * row_bytes;
-            index[j] = (int32_t)((r - r0) * row_bytes);
-        }
+        for (int j = 0; j < 16; j++) index[j] = (int32_t)(code[j] - code[0]);
         const __m512i at = _mm512_loadu_si512((const void*)index);
-        const __mmask16 live = rows - r0 >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (rows - r0)) - 1);
+        const __mmask16 live = fp_tile16_live(r0, rows);
         __m512 acc[FP_MAX_TOKENS];
 #pragma GCC unroll 16
         for (int32_t t = 0; t < n; t++) acc[t] = _mm512_setzero_ps();
@@ -512,8 +508,7 @@ static inline void q4_0_rows16_vnni(const uint8_t* w, int32_t blocks, int32_t ro
         for (int32_t k = 0; k < blocks; k++) {
             const int64_t o = (int64_t)k * 18;
             if (r0 + 16 < rows) {   /* the next tile (16 contiguous rows) as one stream, 16 blocks' bytes per block */
-                const uint8_t* ahead = w + (int64_t)(r0 + 16) * row_bytes + o * 16;
-                for (int l = 0; l < 18 * 16; l += 64) __builtin_prefetch(ahead + l, 0, 2);
+                fp_prefetch_tile16(w + (int64_t)(r0 + 16) * row_bytes, o, 18);
             }
             __m512i d[4], q[8];
             fp_codes16(code, o + 2, d);
@@ -562,8 +557,7 @@ static int32_t q4_0_tiles16_one_token_vnni(const uint8_t* w, int32_t blocks, int
             const int64_t o = (int64_t)k * 18;
             const uint8_t* p[4] = {tile + o, tile + rb + o, tile + 2 * rb + o, tile + 3 * rb + o};
             if (r0 + 16 < rows) {   /* the next tile as one stream, as q4_0_rows16_vnni */
-                const uint8_t* ahead = tile + 16 * rb + o * 16;
-                for (int l = 0; l < 18 * 16; l += 64) __builtin_prefetch(ahead + l, 0, 2);
+                fp_prefetch_tile16(tile + 16 * rb, o, 18);
             }
             __m512 dw;   /* lane j: row j's scale of block k */
             if (k < whole) {
@@ -692,8 +686,7 @@ static inline int32_t q4_0_tiles16_few_tokens_vnni(const uint8_t* w, int32_t blo
         for (int32_t k = 0; k < blocks; k++) {
             const uint8_t* p = tile + (int64_t)k * 18;
             if (r0 + 16 < rows) {   /* the next tile as one stream, as q4_0_rows16_vnni */
-                const uint8_t* ahead = tile + 16 * rb + (int64_t)k * 18 * 16;
-                for (int l = 0; l < 18 * 16; l += 64) __builtin_prefetch(ahead + l, 0, 2);
+                fp_prefetch_tile16(tile + 16 * rb, (int64_t)k * 18, 18);
             }
             __m512i q[8];
             q4_0_nibbles16(p, rb, q);
@@ -829,14 +822,11 @@ static inline void q8_0_rows16_vnni(const uint8_t* w, int32_t blocks, int32_t ro
     const int64_t row_bytes = (int64_t)blocks * 34;
     for (int32_t r0 = 0; r0 < rows; r0 += 16) {
         const uint8_t* code[16];
+        fp_tile16_rows(w, row_bytes, r0, rows, code);
         int32_t index[16];
-        for (int j = 0; j < 16; j++) {
-            int64_t r = r0 + j < rows ? r0 + j : rows - 1;
-            code[j] = w + r * row_bytes;
-            index[j] = (int32_t)((r - r0) * row_bytes);
-        }
+        for (int j = 0; j < 16; j++) index[j] = (int32_t)(code[j] - code[0]);
         const __m512i at = _mm512_loadu_si512((const void*)index);
-        const __mmask16 live = rows - r0 >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (rows - r0)) - 1);
+        const __mmask16 live = fp_tile16_live(r0, rows);
         __m512 acc[FP_MAX_TOKENS];
 #pragma GCC unroll 16
         for (int32_t t = 0; t < n; t++) acc[t] = _mm512_setzero_ps();
@@ -845,8 +835,7 @@ static inline void q8_0_rows16_vnni(const uint8_t* w, int32_t blocks, int32_t ro
         for (int32_t k = 0; k < blocks; k++) {
             const int64_t o = (int64_t)k * 34;
             if (r0 + 16 < rows) {   /* the next tile (16 contiguous rows) as one stream, 16 blocks' bytes per block */
-                const uint8_t* ahead = w + (int64_t)(r0 + 16) * row_bytes + o * 16;
-                for (int l = 0; l < 34 * 16; l += 64) __builtin_prefetch(ahead + l, 0, 2);
+                fp_prefetch_tile16(w + (int64_t)(r0 + 16) * row_bytes, o, 34);
             }
             __m512i q[8];
             fp_codes16(code, o + 2, q);
@@ -893,8 +882,7 @@ static int32_t q8_0_tiles16_one_token_vnni(const uint8_t* w, int32_t blocks, int
             const int64_t o = (int64_t)k * 34;
             const uint8_t* p[4] = {tile + o, tile + rb + o, tile + 2 * rb + o, tile + 3 * rb + o};
             if (r0 + 16 < rows) {   /* the next tile as one stream, as q8_0_rows16_vnni */
-                const uint8_t* ahead = tile + 16 * rb + o * 16;
-                for (int l = 0; l < 34 * 16; l += 64) __builtin_prefetch(ahead + l, 0, 2);
+                fp_prefetch_tile16(tile + 16 * rb, o, 34);
             }
             if (far && (k & 1) == 0 && k + 8 < blocks) {   /* this tile's rows into L1, eight blocks ahead */
                 for (int j = 0; j < 16; j++) __builtin_prefetch(tile + j * rb + o + 8 * 34, 0, 3);
@@ -954,8 +942,7 @@ static inline int32_t q8_0_tiles16_few_tokens_vnni(const uint8_t* w, int32_t blo
         for (int32_t k = 0; k < blocks; k++) {
             const uint8_t* p = tile + (int64_t)k * 34;
             if (r0 + 16 < rows) {   /* the next tile as one stream, as q8_0_rows16_vnni */
-                const uint8_t* ahead = tile + 16 * rb + (int64_t)k * 34 * 16;
-                for (int l = 0; l < 34 * 16; l += 64) __builtin_prefetch(ahead + l, 0, 2);
+                fp_prefetch_tile16(tile + 16 * rb, (int64_t)k * 34, 34);
             }
             __m512i q[8];
             for (int h = 0; h < 2; h++) {

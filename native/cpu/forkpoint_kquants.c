@@ -334,21 +334,6 @@ static inline __m512i kq_dpbusd_bcast(__m512i acc, __m512i c, const int8_t* p) {
 #endif
 }
 
-/* The sixteen rows (p[j]: row j's first byte) of a tile and the lanes to store: the last tile's missing rows read the
- * slice's last row. */
-static inline __mmask16 kq_tile(const uint8_t* w, int64_t row_bytes, int32_t r0, int32_t rows, const uint8_t* p[16]) {
-    for (int j = 0; j < 16; j++) p[j] = w + (int64_t)(r0 + j < rows ? r0 + j : rows - 1) * row_bytes;
-    return rows - r0 >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (rows - r0)) - 1);
-}
-
-/* The next tile's bytes of super-block o / bytes (sixteen rows of `bytes` each) into L2, one stream. */
-static inline void kq_prefetch_tile(const uint8_t* w, int64_t row_bytes, int32_t r0, int32_t rows, int64_t o, int bytes) {
-    if (r0 + 16 < rows) {
-        const uint8_t* ahead = w + (int64_t)(r0 + 16) * row_bytes + o * 16;
-        for (int l = 0; l < bytes * 16; l += 64) __builtin_prefetch(ahead + l, 0, 2);
-    }
-}
-
 /* The tokens of a call in groups of up to four (GROUP, a constant in each copy), so that the four share each code
  * register and their dot products run as independent chains: `call` for group t … t + GROUP − 1. */
 #define KQ_TOKENS(call)                                                                                               \
@@ -446,13 +431,14 @@ static inline void q4_k_rows16_vnni(const uint8_t* w, int32_t blocks, int32_t ro
     __m512i q[64];
     for (int32_t r0 = 0; r0 < rows; r0 += 16) {
         const uint8_t* code[16];
-        const __mmask16 live = kq_tile(w, row_bytes, r0, rows, code);
+        fp_tile16_rows(w, row_bytes, r0, rows, code);
+        const __mmask16 live = fp_tile16_live(r0, rows);
         __m512 acc[FP_MAX_TOKENS];
 #pragma GCC unroll 16
         for (int32_t t = 0; t < n; t++) acc[t] = _mm512_setzero_ps();
         for (int32_t b = 0; b < blocks; b++) {
             const int64_t o = (int64_t)b * Q4K_BYTES;
-            kq_prefetch_tile(w, row_bytes, r0, rows, o, Q4K_BYTES);
+            if (r0 + 16 < rows) fp_prefetch_tile16(w + (int64_t)(r0 + 16) * row_bytes, o, Q4K_BYTES);
             __m512i head[4];
             fp_codes16(code, o, head);
             const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head[0]));
@@ -500,7 +486,8 @@ static inline void q6_k_rows16_vnni(const uint8_t* w, int32_t blocks, int32_t ro
     __m512i q[64];
     for (int32_t r0 = 0; r0 < rows; r0 += 16) {
         const uint8_t* code[16];
-        const __mmask16 live = kq_tile(w, row_bytes, r0, rows, code);
+        fp_tile16_rows(w, row_bytes, r0, rows, code);
+        const __mmask16 live = fp_tile16_live(r0, rows);
         int32_t index[16];
         for (int j = 0; j < 16; j++) index[j] = (int32_t)(code[j] - code[0]);
         const __m512i gather_at = _mm512_loadu_si512((const void*)index);
@@ -509,7 +496,7 @@ static inline void q6_k_rows16_vnni(const uint8_t* w, int32_t blocks, int32_t ro
         for (int32_t t = 0; t < n; t++) acc[t] = _mm512_setzero_ps();
         for (int32_t b = 0; b < blocks; b++) {
             const int64_t o = (int64_t)b * Q6K_BYTES;
-            kq_prefetch_tile(w, row_bytes, r0, rows, o, Q6K_BYTES);
+            if (r0 + 16 < rows) fp_prefetch_tile16(w + (int64_t)(r0 + 16) * row_bytes, o, Q6K_BYTES);
             for (int h = 0; h < 2; h++) {
                 __m512i ql[16], qh[8];
                 for (int c = 0; c < 4; c++) fp_codes16(code, o + 64 * h + 16 * c, ql + 4 * c);

@@ -60,6 +60,24 @@ static inline uint16_t load_u16(const uint8_t* p) {
 /* Tokens one call takes at most (the Java side calls again for more): the kernels keep one accumulator per token. */
 #define FP_MAX_TOKENS 16
 
+/*
+ * Tiles of sixteen rows (the sixteen-rows kernels of every type): the rows of the tile at r0 (p[j]: row j's first
+ * byte; a last tile's missing rows read the slice's last row, and are not stored), the bits of the rows it has (the
+ * lanes to store), and, while a tile is read block by block, the next tile's bytes of the same block offset o (blocks
+ * of `bytes` bytes: the next tile's sixteen contiguous rows hold them at o·16 … o·16 + 16·bytes) into L2 as one stream.
+ */
+static inline void fp_tile16_rows(const uint8_t* w, int64_t row_bytes, int32_t r0, int32_t rows, const uint8_t* p[16]) {
+    for (int j = 0; j < 16; j++) p[j] = w + (int64_t)(r0 + j < rows ? r0 + j : rows - 1) * row_bytes;
+}
+
+static inline uint16_t fp_tile16_live(int32_t r0, int32_t rows) {
+    return rows - r0 >= 16 ? (uint16_t)0xffff : (uint16_t)((1u << (rows - r0)) - 1);
+}
+
+static inline void fp_prefetch_tile16(const uint8_t* next_tile, int64_t o, int64_t bytes) {
+    for (int64_t l = 0; l < bytes * 16; l += 64) __builtin_prefetch(next_tile + o * 16 + l, 0, 2);
+}
+
 #ifdef FP_X86
 /* The instruction sets of the AVX-512 VNNI variants. */
 #define FP_VNNI "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni"
