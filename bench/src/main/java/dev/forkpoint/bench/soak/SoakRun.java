@@ -205,6 +205,7 @@ final class SoakRun {
         watchdog.phase("after-restart");
         if (restarted) {
             sleepNanos(s.afterRestart().toNanos());
+            sampler.sample(false);   // the restarted server under load, whatever the sampler's cadence
             streams.stop();
             refFailures = references.check(driver, "after-restart");
         } else {
