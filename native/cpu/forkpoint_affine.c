@@ -6,7 +6,7 @@
  * integer block sum is exact (int32); nothing is allocated or kept between calls; at most FP_MAX_TOKENS tokens per
  * call; the codes are read once per call as one stream prefetched FP_PREFETCH_BYTES ahead (and each row's scales and
  * biases, two short streams beside it, the same distance ahead; the one-token tiles at 4 bits read their rows one after
- * the other, prefetched FP_AFFINE_PREFETCH_BYTES ahead into L2).
+ * the other, prefetched FP_STREAM_PREFETCH_BYTES ahead into L2).
  *
  * The format (MLX affine, backend.cpu.AffineMatrix / tensor.AffineFormat): a row of `blocks`·32 elements in groups of
  * 32·2^group_shift (group size 32, 64, 128: group_shift 0, 1, 2); element j of group g stands for s_g·q_j + b_g with
@@ -630,15 +630,12 @@ static inline __m512i affine_load_part(const void* p, int32_t bytes) {
 }
 
 #define FP_AFFINE_PANEL 16   /* quads (sixteen blocks) per panel: a tile's sums 16 KiB, the activations 8 KiB */
-/* How far ahead the one-token tiles prefetch their codes, into L2 (measured on an AMD EPYC, one core, a decode step's
- * matrices of a mapped 0.7 GB file: 8–24 KiB into L2 within 1 %, 4 KiB or 8 KiB into L1 1.25–1.5x the time). */
-#define FP_AFFINE_PREFETCH_BYTES 16384
 
 /*
  * One token (a decode step) at 4 bits, the whole tiles of sixteen rows: the same integers and the same multiply-adds,
  * in the same order, per row as affine_rows_vnni (so the same bits), read in the matrix's own order. A tile's rows go
  * one after the other, each from its start (per panel of up to FP_AFFINE_PANEL · 16 blocks: the whole row up to 8192
- * columns), so the codes are one sequential stream, prefetched FP_AFFINE_PREFETCH_BYTES ahead into L2. Read across
+ * columns), so the codes are one sequential stream, prefetched FP_STREAM_PREFETCH_BYTES ahead into L2. Read across
  * the sixteen rows a few blocks at a time, as the rows-in-lanes forms do, one core streamed a mapped file at 0.7x the
  * rate however the next tile was prefetched (a decode step's matrices took 1.1x the time of this form). Per row and
  * chunk of four blocks (one 64-byte load) the partial sums of affine_chunk, with the token's activations put in that
@@ -686,7 +683,7 @@ static int32_t affine4_tiles16_one_token_vnni(const int32_t kind, const uint8_t*
                     const uint8_t* p = row + (int64_t)q * 256;
                     __m512i e[4];
                     for (int m = 0; m < 4; m++) {
-                        __builtin_prefetch(p + 64 * m + FP_AFFINE_PREFETCH_BYTES, 0, 2);
+                        FP_STREAM_PREFETCH(p + 64 * m);
                         e[m] = affine_chunk(_mm512_loadu_si512((const void*)(p + 64 * m)), xs + 8 * q + 2 * m);
                     }
                     sums[j * FP_AFFINE_PANEL + q] = affine_quad_sums(e);

@@ -531,32 +531,20 @@ static inline void q6_k_rows16_vnni(const uint8_t* w, int32_t blocks, int32_t ro
  * A few tokens (a decode step, a small batch of them: the row form), the whole tiles of sixteen rows: the same
  * integers S and M (Q4_K) or T (Q6_K) per row and super-block and the same multiply-adds in the same lanes as the
  * sixteen-rows bodies (so the same bits), formed without the code transpose that a few tokens do not amortise and with
- * the rows read one after another, each a sequential stream prefetched FP_PREFETCH_BYTES ahead (a tile's sixteen rows
- * read side by side streamed from memory at a third of that rate, measured on an AMD EPYC). Each row's integer comes
- * from 64 codes per register (four vpdpbusd by a token's 256 activations, the lane sums packed to int16 and multiplied
- * by their scales with vpmaddwd / vpdpwssd: lanes spread by vpermw to where the pack puts each sum, 128-bit chunk i of
- * vpackssdw(a, b) being int32 lanes 4i … 4i+3 of a, then of b), its lanes summed (exact in int32) and kept with the
- * row's f16 scales for every super-block of the tile; then per token the sixteen rows' float steps run in a register,
- * super-block by super-block. Rows of more than KQ_ROW_FORM_BLOCKS super-blocks take the sixteen-rows body. Returns the
- * rows done.
+ * the rows read one after another: a tile is one sequential stream, prefetched FP_STREAM_PREFETCH_BYTES ahead into L2
+ * (a tile's sixteen rows read side by side streamed from memory at a third of that rate, and 4 KiB ahead into L1 at
+ * about 0.8x, measured on an AMD EPYC). Per row, super-block and token, 64 codes per register meet 64 activations (four
+ * vpdpbusd for 256), the lane sums packed to int16 and multiplied by their scales with vpmaddwd / vpdpwssd (lanes spread
+ * by vpermw to where the pack puts each sum: 128-bit chunk i of vpackssdw(a, b) is int32 lanes 4i … 4i+3 of a, then of
+ * b). The sixteen int32 lanes are folded to eight (exact) and kept unsummed in an L1 scratch beside eight lanes of the
+ * row's other integer (Q4_K: M; Q6_K: T of the next super-block); after the tile's sixteen rows, kq_fold16 sums them
+ * for sixteen rows at once (lane j = row j; 44 instructions, where each row's own two sums took sixteen), and per token
+ * the sixteen rows' float steps run in a register, super-block by super-block. Tokens go in groups whose lanes fit
+ * KQ_ROW_FORM_SLOTS slots (a decode step's always; at 8192 columns two tokens), a later group reading the tile again,
+ * from L2. Rows of more than KQ_ROW_FORM_BLOCKS super-blocks take the sixteen-rows body. Returns the rows done.
  */
 
-/* vpermw indices: int16 lane L of Q4_K scale vector p takes sub-block 4p + 2·(L mod 8 ≥ 4) + (L ≥ 16), for the pack of
- * registers 2p (sub-blocks 4p, 4p+1: int32 lanes 0–7, 8–15) and 2p+1 (4p+2, 4p+3). */
-static const int16_t FP_Q4K_SCALE_LANES[2][32] = {
-    {0, 0, 0, 0, 2, 2, 2, 2, 0, 0, 0, 0, 2, 2, 2, 2, 1, 1, 1, 1, 3, 3, 3, 3, 1, 1, 1, 1, 3, 3, 3, 3},
-    {4, 4, 4, 4, 6, 6, 6, 6, 4, 4, 4, 4, 6, 6, 6, 6, 5, 5, 5, 5, 7, 7, 7, 7, 5, 5, 5, 5, 7, 7, 7, 7},
-};
-
-/* vpermw indices: int16 lane L of Q6_K scale vector p takes group 8p + 4·(L mod 8 ≥ 4) + L/8, for the pack of
- * registers 2p (groups 8p … 8p+3, four int32 lanes each) and 2p+1 (8p+4 … 8p+7). */
-static const int16_t FP_Q6K_SCALE_LANES[2][32] = {
-    {0, 0, 0, 0, 4, 4, 4, 4, 1, 1, 1, 1, 5, 5, 5, 5, 2, 2, 2, 2, 6, 6, 6, 6, 3, 3, 3, 3, 7, 7, 7, 7},
-    {8, 8, 8, 8, 12, 12, 12, 12, 9, 9, 9, 9, 13, 13, 13, 13, 10, 10, 10, 10, 14, 14, 14, 14, 11, 11, 11, 11, 15, 15, 15, 15},
-};
-
-/* Token counts up to these take the row form for the whole tiles (at most KQ_ROW_FORM_TOKENS: its per-token arrays). */
-#define KQ_ROW_FORM_TOKENS 8
+/* Token counts up to these take the row form for the whole tiles. */
 #ifndef q4_k_ROW_FORM
 #define q4_k_ROW_FORM 8
 #endif
@@ -564,124 +552,209 @@ static const int16_t FP_Q6K_SCALE_LANES[2][32] = {
 #define q6_k_ROW_FORM 8
 #endif
 
-/* Row-form limit: its integers of a tile are kept for every token and super-block (40 KiB of stack). */
+/* Row-form limits: super-blocks per row, and (token, super-block) slots of lanes per group (1 KiB each: 64 KiB). */
 #define KQ_ROW_FORM_BLOCKS 32
+#define KQ_ROW_FORM_SLOTS 64
 
-/* The sum of v's eight int32 lanes, exact. */
-__attribute__((target(FP_VNNI), always_inline))
-static inline int32_t kq_sum8(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-    return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 1)));
+/* Every 64-byte line of a block, FP_STREAM_PREFETCH_BYTES ahead into L2. */
+static inline void kq_prefetch_stream(const uint8_t* blk, int bytes) {
+    for (int o = 0; o < bytes; o += 64) FP_STREAM_PREFETCH(blk + o);
 }
 
+/* Sixteen rows' lanes (v + 16·j: row j's eight lanes of A, then eight of B) summed: lane j of *a = Σ A of row j, of
+ * *b = Σ B of row j (exact in int32). Pairs of rows by 32-bit unpacks, fours by 64-bit ones (each 128-bit chunk then
+ * holds four rows' partial sums of A or B), and two 128-bit shuffle rounds add the chunks and put rows in order. */
 __attribute__((target(FP_VNNI), always_inline))
-static inline int32_t kq_sum16(__m512i v) {
-    return kq_sum8(_mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1)));
+static inline void kq_fold16(const int32_t* v, __m512i* a, __m512i* b) {
+    __m512i t[8], u[4];
+    for (int k = 0; k < 8; k++) {
+        const __m512i x = _mm512_load_si512((const void*)(v + 32 * k)), y = _mm512_load_si512((const void*)(v + 32 * k + 16));
+        t[k] = _mm512_add_epi32(_mm512_unpacklo_epi32(x, y), _mm512_unpackhi_epi32(x, y));
+    }
+    for (int k = 0; k < 4; k++)
+        u[k] = _mm512_add_epi32(_mm512_unpacklo_epi64(t[2 * k], t[2 * k + 1]), _mm512_unpackhi_epi64(t[2 * k], t[2 * k + 1]));
+    const __m512i w0 = _mm512_add_epi32(_mm512_shuffle_i64x2(u[0], u[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                        _mm512_shuffle_i64x2(u[0], u[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    const __m512i w1 = _mm512_add_epi32(_mm512_shuffle_i64x2(u[2], u[3], _MM_SHUFFLE(2, 0, 2, 0)),
+                                        _mm512_shuffle_i64x2(u[2], u[3], _MM_SHUFFLE(3, 1, 3, 1)));
+    *a = _mm512_shuffle_i64x2(w0, w1, _MM_SHUFFLE(2, 0, 2, 0));
+    *b = _mm512_shuffle_i64x2(w0, w1, _MM_SHUFFLE(3, 1, 3, 1));
+}
+
+/* A 512-bit register's sixteen int32 lanes added to eight (lane i + lane i + 8: exact). */
+__attribute__((target(FP_VNNI), always_inline))
+static inline __m256i kq_lanes8(__m512i v) {
+    return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+
+/*
+ * Q4_K's codes are read as they lie: the 64 bytes at 16 hold sub-blocks 0 and 2 in their low nibbles and 1 and 3 in
+ * their high ones (the 64 at 80: 4–7 alike), so a token's activations are put in that order (q4_k_row_activations),
+ * once per call or per tile and group. vpermw indices: int16 lane L of scale vector p takes sub-block
+ * 4p + 2·(L ≥ 16) + (L mod 8 ≥ 4), for the pack of the low-nibble sums (sub-blocks 4p: int32 lanes 0–7, 4p + 2: 8–15)
+ * and the high-nibble ones (4p + 1, 4p + 3).
+ */
+static const int16_t FP_Q4K_SCALE_LANES[2][32] = {
+    {0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 2, 2, 2, 2, 3, 3, 3, 3},
+    {4, 4, 4, 4, 5, 5, 5, 5, 4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7, 6, 6, 6, 6, 7, 7, 7, 7},
+};
+
+/* Super-block `at` of the activations in the nibble loads' order (x[0]: values 0–31 and 64–95, x[1]: 32–63 and
+ * 96–127, x[2] and x[3] the same 128 on), and the sums of its sub-blocks' two 16-code halves (each min's weight: |Σ| ≤
+ * 4064, an int16) at int16 lanes 8–15, lanes 0–7 zero: vpmaddwd by the scales and mins as int16 gives M in lanes 4–7. */
+__attribute__((target(FP_VNNI), always_inline))
+static inline void q4_k_row_activations(const int8_t* xq, const int16_t* xs, int64_t at, __m512i x[4], __m256i* weights) {
+    const int8_t* p = xq + at * 256;
+    const __m512i x0 = _mm512_loadu_si512((const void*)p), x1 = _mm512_loadu_si512((const void*)(p + 64));
+    const __m512i x2 = _mm512_loadu_si512((const void*)(p + 128)), x3 = _mm512_loadu_si512((const void*)(p + 192));
+    x[0] = _mm512_shuffle_i64x2(x0, x1, _MM_SHUFFLE(1, 0, 1, 0));
+    x[1] = _mm512_shuffle_i64x2(x0, x1, _MM_SHUFFLE(3, 2, 3, 2));
+    x[2] = _mm512_shuffle_i64x2(x2, x3, _MM_SHUFFLE(1, 0, 1, 0));
+    x[3] = _mm512_shuffle_i64x2(x2, x3, _MM_SHUFFLE(3, 2, 3, 2));
+    const __m256i pairs = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i*)(xs + at * 16)), _mm256_set1_epi16(1));
+    const __m128i sums = _mm_packs_epi32(_mm256_castsi256_si128(pairs), _mm256_extracti128_si256(pairs, 1));
+    *weights = _mm256_inserti128_si256(_mm256_setzero_si256(), sums, 1);
 }
 
 __attribute__((target(FP_VNNI), noinline))
 static int32_t q4_k_tiles16_rows_vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
                                       const int16_t* xs, int32_t n, float* out, int32_t out_stride) {
     if (blocks > KQ_ROW_FORM_BLOCKS) return 0;
+    const int32_t group = KQ_ROW_FORM_SLOTS / blocks < n ? KQ_ROW_FORM_SLOTS / blocks : n;
     const __m512i low = _mm512_set1_epi8(0x0f), zero = _mm512_setzero_si512();
     const __m512i lanes0 = _mm512_loadu_si512((const void*)FP_Q4K_SCALE_LANES[0]), lanes1 = _mm512_loadu_si512((const void*)FP_Q4K_SCALE_LANES[1]);
+    /* q4k_scales's rule on the dwords a, b, c of the 12 scale bytes: [a & 3f, c & 0f | a >> 2 & 30, b & 3f, c >> 4 & 0f | b >> 2 & 30] */
+    const __m128i keep = _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f);
+    const __m128i tops = _mm_setr_epi32(0, 0x30303030, 0, 0x30303030), shifts = _mm_setr_epi32(0, 0, 0, 4);
     const int64_t row_bytes = (int64_t)blocks * Q4K_BYTES;
-    int32_t s[KQ_ROW_FORM_TOKENS][KQ_ROW_FORM_BLOCKS * 16], m[KQ_ROW_FORM_TOKENS][KQ_ROW_FORM_BLOCKS * 16];
-    float d[KQ_ROW_FORM_BLOCKS * 16], dmin[KQ_ROW_FORM_BLOCKS * 16];
+    int32_t lanes[KQ_ROW_FORM_SLOTS * 256] __attribute__((aligned(64)));   /* slot u·blocks + b, row j: S's 8 lanes, M's 8 */
+    int32_t halves[KQ_ROW_FORM_BLOCKS * 16] __attribute__((aligned(64)));   /* b·16 + j: row j's f16 d | dmin << 16 */
+    __m512i x[KQ_ROW_FORM_SLOTS * 4];
+    __m256i weights[KQ_ROW_FORM_SLOTS];
+    int32_t ready = -1;   /* the first token of the group whose activations x and weights hold */
     int32_t r0 = 0;
     for (; r0 + 16 <= rows; r0 += 16) {
-        for (int j = 0; j < 16; j++) {   /* row by row, each a sequential stream: S and M of every super-block */
-            const uint8_t* row = w + (int64_t)(r0 + j) * row_bytes;
-            for (int32_t b = 0; b < blocks; b++) {
-                const uint8_t* blk = row + (int64_t)b * Q4K_BYTES;
-                kq_prefetch(blk, Q4K_BYTES);
-                __m512i q[4];
-                for (int k = 0; k < 4; k += 2) {
-                    const __m512i packed = _mm512_loadu_si512((const void*)(blk + 16 + 32 * k));   /* sub-blocks 2k … 2k+3 */
-                    const __m512i lo = _mm512_and_si512(packed, low), hi = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low);
-                    q[k] = _mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(1, 0, 1, 0));
-                    q[k + 1] = _mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(3, 2, 3, 2));
-                }
-                const __m128i sm = q4k_scales_x86(blk + 4);
-                const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(sm));
-                const __m512i scale0 = _mm512_permutexvar_epi16(lanes0, sc16), scale1 = _mm512_permutexvar_epi16(lanes1, sc16);
-                const __m128i m8 = _mm_unpackhi_epi64(sm, sm);
-                const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8));   /* m0 m0 m1 m1 … m7 m7 */
-                d[b * 16 + j] = half_x86(blk);
-                dmin[b * 16 + j] = half_x86(blk + 2);
-                for (int32_t t = 0; t < n; t++) {
-                    const int64_t at = (int64_t)t * blocks + b;
-                    const int8_t* x = xq + at * 256;
-                    const __m512i r01 = _mm512_packs_epi32(_mm512_dpbusd_epi32(zero, q[0], _mm512_loadu_si512((const void*)x)),
-                                                           _mm512_dpbusd_epi32(zero, q[1], _mm512_loadu_si512((const void*)(x + 64))));
-                    const __m512i r23 = _mm512_packs_epi32(_mm512_dpbusd_epi32(zero, q[2], _mm512_loadu_si512((const void*)(x + 128))),
-                                                           _mm512_dpbusd_epi32(zero, q[3], _mm512_loadu_si512((const void*)(x + 192))));
-                    s[t][b * 16 + j] = kq_sum16(_mm512_dpwssd_epi32(_mm512_madd_epi16(r01, scale0), r23, scale1));
-                    m[t][b * 16 + j] = kq_sum8(_mm256_madd_epi16(_mm256_loadu_si256((const __m256i*)(xs + at * 16)), mins));
+        for (int32_t t0 = 0; t0 < n; t0 += group) {
+            const int32_t g = n - t0 < group ? n - t0 : group;
+            if (ready != t0) {
+                for (int32_t s = 0; s < g * blocks; s++) q4_k_row_activations(xq, xs, (int64_t)t0 * blocks + s, x + 4 * s, weights + s);
+                ready = t0;
+            }
+            for (int j = 0; j < 16; j++) {   /* row by row, the tile one sequential stream */
+                const uint8_t* row = w + (int64_t)(r0 + j) * row_bytes;
+                for (int32_t b = 0; b < blocks; b++) {
+                    const uint8_t* blk = row + (int64_t)b * Q4K_BYTES;
+                    kq_prefetch_stream(blk, Q4K_BYTES);
+                    const __m512i p0 = _mm512_loadu_si512((const void*)(blk + 16)), p1 = _mm512_loadu_si512((const void*)(blk + 80));
+                    const __m512i lo0 = _mm512_and_si512(p0, low), hi0 = _mm512_and_si512(_mm512_srli_epi16(p0, 4), low);
+                    const __m512i lo1 = _mm512_and_si512(p1, low), hi1 = _mm512_and_si512(_mm512_srli_epi16(p1, 4), low);
+                    const __m128i abc = _mm_loadu_si128((const __m128i*)(blk + 4));   /* the 12 scale bytes and 4 code bytes */
+                    const __m128i sm = _mm_or_si128(
+                            _mm_and_si128(_mm_srlv_epi32(_mm_shuffle_epi32(abc, _MM_SHUFFLE(2, 1, 2, 0)), shifts), keep),
+                            _mm_and_si128(_mm_srli_epi32(_mm_shuffle_epi32(abc, _MM_SHUFFLE(1, 0, 0, 0)), 2), tops));
+                    const __m256i sm16 = _mm256_cvtepu8_epi16(sm);   /* scales 0–7, mins 0–7 as int16 */
+                    const __m512i scale0 = _mm512_permutexvar_epi16(lanes0, _mm512_castsi256_si512(sm16));
+                    const __m512i scale1 = _mm512_permutexvar_epi16(lanes1, _mm512_castsi256_si512(sm16));
+                    memcpy(halves + b * 16 + j, blk, 4);
+                    for (int32_t u = 0; u < g; u++) {
+                        const int32_t s = u * blocks + b;
+                        const __m512i* xs4 = x + 4 * s;
+                        const __m512i r01 = _mm512_packs_epi32(_mm512_dpbusd_epi32(zero, lo0, xs4[0]), _mm512_dpbusd_epi32(zero, hi0, xs4[1]));
+                        const __m512i r23 = _mm512_packs_epi32(_mm512_dpbusd_epi32(zero, lo1, xs4[2]), _mm512_dpbusd_epi32(zero, hi1, xs4[3]));
+                        int32_t* slot = lanes + ((int64_t)s * 16 + j) * 16;
+                        _mm256_store_si256((__m256i*)slot, kq_lanes8(_mm512_dpwssd_epi32(_mm512_madd_epi16(r01, scale0), r23, scale1)));
+                        _mm256_store_si256((__m256i*)(slot + 8), _mm256_madd_epi16(weights[s], sm16));
+                    }
                 }
             }
-        }
-        for (int32_t t = 0; t < n; t++) {   /* the sixteen-rows bodies' multiply-adds, lane j = row j */
-            __m512 acc = _mm512_setzero_ps();
-            for (int32_t b = 0; b < blocks; b++) {
-                const __m512 dx = _mm512_set1_ps(xd[(int64_t)t * blocks + b]);
-                const __m512 a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512((const void*)(s[t] + b * 16))),
-                                                 _mm512_mul_ps(_mm512_loadu_ps(d + b * 16), dx), acc);
-                acc = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512((const void*)(m[t] + b * 16))),
-                                       _mm512_mul_ps(_mm512_loadu_ps(dmin + b * 16), dx), a);
+            for (int32_t u = 0; u < g; u++) {   /* the sixteen-rows bodies' multiply-adds, lane j = row j */
+                const int64_t t = t0 + u;
+                __m512 acc = _mm512_setzero_ps();
+                for (int32_t b = 0; b < blocks; b++) {
+                    __m512i S, M;
+                    kq_fold16(lanes + (int64_t)(u * blocks + b) * 256, &S, &M);
+                    const __m512i h = _mm512_load_si512((const void*)(halves + b * 16));
+                    const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h));
+                    const __m512 dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(h, 16)));
+                    const __m512 dx = _mm512_set1_ps(xd[t * blocks + b]);
+                    const __m512 a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S), _mm512_mul_ps(d, dx), acc);
+                    acc = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(M), _mm512_mul_ps(dmin, dx), a);
+                }
+                _mm512_storeu_ps(out + t * out_stride + r0, acc);
             }
-            _mm512_storeu_ps(out + (int64_t)t * out_stride + r0, acc);
         }
     }
     return r0;
 }
 
+/* Q6_K: a row's T of super-blocks b and b + 1 share a slot (even b in lanes 0–7), the −32 offset taken off its lanes
+ * before they are kept. vpermw indices: int16 lane L of scale vector p takes group 8p + 4·(L mod 8 ≥ 4) + L/8, for the
+ * pack of registers 2p (groups 8p … 8p+3, four int32 lanes each) and 2p+1 (8p+4 … 8p+7). */
+static const int16_t FP_Q6K_SCALE_LANES[2][32] = {
+    {0, 0, 0, 0, 4, 4, 4, 4, 1, 1, 1, 1, 5, 5, 5, 5, 2, 2, 2, 2, 6, 6, 6, 6, 3, 3, 3, 3, 7, 7, 7, 7},
+    {8, 8, 8, 8, 12, 12, 12, 12, 9, 9, 9, 9, 13, 13, 13, 13, 10, 10, 10, 10, 14, 14, 14, 14, 11, 11, 11, 11, 15, 15, 15, 15},
+};
+
 __attribute__((target(FP_VNNI), noinline))
 static int32_t q6_k_tiles16_rows_vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
                                       const int16_t* xs, int32_t n, float* out, int32_t out_stride) {
     if (blocks > KQ_ROW_FORM_BLOCKS) return 0;
+    const int32_t pairs = (blocks + 1) / 2, group = KQ_ROW_FORM_SLOTS / pairs < n ? KQ_ROW_FORM_SLOTS / pairs : n;
     const __m512i zero = _mm512_setzero_si512();
     const __m512i lanes0 = _mm512_loadu_si512((const void*)FP_Q6K_SCALE_LANES[0]), lanes1 = _mm512_loadu_si512((const void*)FP_Q6K_SCALE_LANES[1]);
     const int64_t row_bytes = (int64_t)blocks * Q6K_BYTES;
-    int32_t s[KQ_ROW_FORM_TOKENS][KQ_ROW_FORM_BLOCKS * 16];
-    float d[KQ_ROW_FORM_BLOCKS * 16];
+    int32_t lanes[KQ_ROW_FORM_SLOTS * 256] __attribute__((aligned(64)));   /* slot u·pairs + b/2, row j: T's 8 lanes of b, b + 1 */
+    uint16_t halves[KQ_ROW_FORM_BLOCKS * 16] __attribute__((aligned(64)));   /* b·16 + j: row j's f16 d */
     int32_t r0 = 0;
     for (; r0 + 16 <= rows; r0 += 16) {
-        for (int j = 0; j < 16; j++) {   /* row by row, each a sequential stream: T of every super-block */
-            const uint8_t* row = w + (int64_t)(r0 + j) * row_bytes;
-            for (int32_t b = 0; b < blocks; b++) {
-                const uint8_t* blk = row + (int64_t)b * Q6K_BYTES;
-                kq_prefetch(blk, Q6K_BYTES);
-                __m256i e[8];
-                q6k_half_avx2(blk, 0, e);
-                q6k_half_avx2(blk, 1, e + 4);
-                const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(blk + 192)));
-                __m512i q[4];
-                for (int k = 0; k < 4; k++) q[k] = _mm512_inserti64x4(_mm512_castsi256_si512(e[2 * k]), e[2 * k + 1], 1);
-                const __m512i scale0 = _mm512_permutexvar_epi16(lanes0, _mm512_castsi256_si512(sc16));
-                const __m512i scale1 = _mm512_permutexvar_epi16(lanes1, _mm512_castsi256_si512(sc16));
-                d[b * 16 + j] = half_x86(blk + 208);
-                for (int32_t t = 0; t < n; t++) {
-                    const int64_t at = (int64_t)t * blocks + b;
-                    const int8_t* x = xq + at * 256;
-                    const __m512i r01 = _mm512_packs_epi32(_mm512_dpbusd_epi32(zero, q[0], _mm512_loadu_si512((const void*)x)),
-                                                           _mm512_dpbusd_epi32(zero, q[1], _mm512_loadu_si512((const void*)(x + 64))));
-                    const __m512i r23 = _mm512_packs_epi32(_mm512_dpbusd_epi32(zero, q[2], _mm512_loadu_si512((const void*)(x + 128))),
-                                                           _mm512_dpbusd_epi32(zero, q[3], _mm512_loadu_si512((const void*)(x + 192))));
-                    const __m512i v = _mm512_dpwssd_epi32(_mm512_madd_epi16(r01, scale0), r23, scale1);
-                    const __m256i offset = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i*)(xs + at * 16)), sc16);
-                    s[t][b * 16 + j] = kq_sum16(v) - 32 * kq_sum8(offset);
+        for (int32_t t0 = 0; t0 < n; t0 += group) {
+            const int32_t g = n - t0 < group ? n - t0 : group;
+            for (int j = 0; j < 16; j++) {   /* row by row, the tile one sequential stream */
+                const uint8_t* row = w + (int64_t)(r0 + j) * row_bytes;
+                for (int32_t b = 0; b < blocks; b++) {
+                    const uint8_t* blk = row + (int64_t)b * Q6K_BYTES;
+                    kq_prefetch_stream(blk, Q6K_BYTES);
+                    __m256i e[8];
+                    q6k_half_avx2(blk, 0, e);
+                    q6k_half_avx2(blk, 1, e + 4);
+                    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(blk + 192)));
+                    __m512i q[4];
+                    for (int k = 0; k < 4; k++) q[k] = _mm512_inserti64x4(_mm512_castsi256_si512(e[2 * k]), e[2 * k + 1], 1);
+                    const __m512i scale0 = _mm512_permutexvar_epi16(lanes0, _mm512_castsi256_si512(sc16));
+                    const __m512i scale1 = _mm512_permutexvar_epi16(lanes1, _mm512_castsi256_si512(sc16));
+                    halves[b * 16 + j] = load_u16(blk + 208);
+                    for (int32_t u = 0; u < g; u++) {
+                        const int64_t at = (int64_t)(t0 + u) * blocks + b;
+                        const int8_t* x = xq + at * 256;
+                        const __m512i r01 = _mm512_packs_epi32(_mm512_dpbusd_epi32(zero, q[0], _mm512_loadu_si512((const void*)x)),
+                                                               _mm512_dpbusd_epi32(zero, q[1], _mm512_loadu_si512((const void*)(x + 64))));
+                        const __m512i r23 = _mm512_packs_epi32(_mm512_dpbusd_epi32(zero, q[2], _mm512_loadu_si512((const void*)(x + 128))),
+                                                               _mm512_dpbusd_epi32(zero, q[3], _mm512_loadu_si512((const void*)(x + 192))));
+                        const __m256i v = kq_lanes8(_mm512_dpwssd_epi32(_mm512_madd_epi16(r01, scale0), r23, scale1));
+                        const __m256i offset = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i*)(xs + at * 16)), sc16);
+                        int32_t* slot = lanes + ((int64_t)(u * pairs + (b >> 1)) * 16 + j) * 16 + 8 * (b & 1);
+                        _mm256_store_si256((__m256i*)slot, _mm256_sub_epi32(v, _mm256_slli_epi32(offset, 5)));
+                    }
                 }
+                if (blocks & 1)   /* the last slot's second half: no super-block, zeros (summed, never used) */
+                    for (int32_t u = 0; u < g; u++)
+                        _mm256_store_si256((__m256i*)(lanes + ((int64_t)(u * pairs + pairs - 1) * 16 + j) * 16 + 8), _mm256_setzero_si256());
             }
-        }
-        for (int32_t t = 0; t < n; t++) {
-            __m512 acc = _mm512_setzero_ps();
-            for (int32_t b = 0; b < blocks; b++) {
-                acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512((const void*)(s[t] + b * 16))),
-                                      _mm512_mul_ps(_mm512_loadu_ps(d + b * 16), _mm512_set1_ps(xd[(int64_t)t * blocks + b])), acc);
+            for (int32_t u = 0; u < g; u++) {
+                const int64_t t = t0 + u;
+                __m512 acc = _mm512_setzero_ps();
+                for (int32_t b = 0; b < blocks; b += 2) {
+                    __m512i T0, T1;
+                    kq_fold16(lanes + (int64_t)(u * pairs + (b >> 1)) * 256, &T0, &T1);
+                    const __m512 d0 = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(halves + b * 16)));
+                    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(T0), _mm512_mul_ps(d0, _mm512_set1_ps(xd[t * blocks + b])), acc);
+                    if (b + 1 < blocks) {
+                        const __m512 d1 = _mm512_cvtph_ps(_mm256_load_si256((const __m256i*)(halves + b * 16 + 16)));
+                        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(T1), _mm512_mul_ps(d1, _mm512_set1_ps(xd[t * blocks + b + 1])), acc);
+                    }
+                }
+                _mm512_storeu_ps(out + t * out_stride + r0, acc);
             }
-            _mm512_storeu_ps(out + (int64_t)t * out_stride + r0, acc);
         }
     }
     return r0;

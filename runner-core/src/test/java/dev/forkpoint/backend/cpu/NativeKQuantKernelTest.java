@@ -185,7 +185,7 @@ class NativeKQuantKernelTest {
     void realScalesAreWithinFloatRoundingOfTheJavaKernelsAndOfDouble(NativeKernels.Variant v) {
         NativeKernels k = fixture.kernels(v);
         Random rnd = new Random(23);
-        int[][] shapes = {{1, 256}, {7, 512}, {37, 768}, {129, 1280}, {5, 4096}};
+        int[][] shapes = {{1, 256}, {7, 512}, {37, 768}, {129, 1280}, {5, 4096}, {130, 2816}};
         for (GgmlType type : TYPES) {
             double worstNative = 0, worstJava = 0;
             for (int[] shape : shapes) {
@@ -267,6 +267,31 @@ class NativeKQuantKernelTest {
                         BatchInvariance.assertSliceEqualsWhole(m, 3, 1, x, n, batch, fixture.pool(), what);
                         BatchInvariance.assertSliceEqualsWhole(m, 5, Math.min(rows - 5, 40), x, n, batch, fixture.pool(), what);
                     }
+                }
+            }
+        }
+    }
+
+    /**
+     * Rows wide enough that the AVX-512 row form (a few tokens) takes the tokens in groups, each reading the tile again
+     * (Q4_K: 11 super-blocks in groups of five tokens, 32 in groups of two; Q6_K: 32 in groups of four; an odd count
+     * leaves the last pair of super-blocks half empty): every token count up to one past the row form, alone and sliced,
+     * the same bits as the whole batch.
+     */
+    @ParameterizedTest
+    @EnumSource(NativeKernels.Variant.class)
+    void wideRowsInTokenGroupsEqualTheirTokensAloneAndSlices(NativeKernels.Variant v) {
+        NativeKernels k = fixture.kernels(v);
+        Random rnd = new Random(59);
+        int rows = 130;   // calls of whole tiles (see above)
+        for (int cols : new int[] {256 * 11, 256 * 32}) {
+            for (GgmlType type : TYPES) {
+                PackedMatrix m = matrix(type, randomBlocks(type, rows, cols / 256, rnd, Float.NaN), rows, cols, k);
+                for (int n = 1; n <= 9; n++) {
+                    float[] x = NativeVariants.gaussian(n * cols, rnd);
+                    String what = type + " " + v + " cols=" + cols + " n=" + n;
+                    float[] batch = BatchInvariance.assertBatchEqualsTokensAlone(m, x, n, fixture.pool(), what);
+                    BatchInvariance.assertSliceEqualsWhole(m, 3, 120, x, n, batch, fixture.pool(), what);
                 }
             }
         }
