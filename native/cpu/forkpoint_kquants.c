@@ -536,11 +536,11 @@ static inline void q6_k_rows16_vnni(const uint8_t* w, int32_t blocks, int32_t ro
  * about 0.8x, measured on an AMD EPYC). Per row, super-block and token, 64 codes per register meet 64 activations (four
  * vpdpbusd for 256), the lane sums packed to int16 and multiplied by their scales with vpmaddwd / vpdpwssd (lanes spread
  * by vpermw to where the pack puts each sum: 128-bit chunk i of vpackssdw(a, b) is int32 lanes 4i … 4i+3 of a, then of
- * b). The sixteen int32 lanes are folded to eight (exact) and kept unsummed in an L1 scratch beside eight lanes of the
- * row's other integer (Q4_K: M; Q6_K: T of the next super-block); after the tile's sixteen rows, kq_fold16 sums them
- * for sixteen rows at once (lane j = row j; 44 instructions, where each row's own two sums took sixteen), and per token
- * the sixteen rows' float steps run in a register, super-block by super-block. Tokens go in groups whose lanes fit
- * KQ_ROW_FORM_SLOTS slots (a decode step's always; at 8192 columns two tokens), a later group reading the tile again,
+ * b). The sixteen int32 lanes are folded to eight (exact) and kept unsummed in an L1 scratch, two super-blocks' to a
+ * slot; after the tile's sixteen rows, kq_fold16 sums them for sixteen rows at once (lane j = row j; 44 instructions
+ * for the sixteen rows' two super-blocks, where each row's own sum took nine), and per token the sixteen rows' float
+ * steps run in a register, super-block by super-block. Tokens go in groups whose lanes fit KQ_ROW_FORM_SLOTS slots (a
+ * decode step's always; at 8192 columns two tokens), a later group reading the tile again,
  * from L2. Rows of more than KQ_ROW_FORM_BLOCKS super-blocks take the sixteen-rows body. Returns the rows done.
  */
 
@@ -552,9 +552,10 @@ static inline void q6_k_rows16_vnni(const uint8_t* w, int32_t blocks, int32_t ro
 #define q6_k_ROW_FORM 8
 #endif
 
-/* Row-form limits: super-blocks per row, and (token, super-block) slots of lanes per group (1 KiB each: 64 KiB). */
+/* Row-form limits: super-blocks per row, and slots of lanes per group (a token's two super-blocks, sixteen rows: 1 KiB
+ * each; 32 KiB, in L1: at 64 a group of eight tokens spilled to L2 and took 1.1x the time, measured on an AMD EPYC). */
 #define KQ_ROW_FORM_BLOCKS 32
-#define KQ_ROW_FORM_SLOTS 64
+#define KQ_ROW_FORM_SLOTS 32
 
 /* Every 64-byte line of a block, FP_STREAM_PREFETCH_BYTES ahead into L2. */
 static inline void kq_prefetch_stream(const uint8_t* blk, int bytes) {
@@ -601,9 +602,9 @@ static const int16_t FP_Q4K_SCALE_LANES[2][32] = {
 
 /* Super-block `at` of the activations in the nibble loads' order (x[0]: values 0–31 and 64–95, x[1]: 32–63 and
  * 96–127, x[2] and x[3] the same 128 on), and the sums of its sub-blocks' two 16-code halves (each min's weight: |Σ| ≤
- * 4064, an int16) at int16 lanes 8–15, lanes 0–7 zero: vpmaddwd by the scales and mins as int16 gives M in lanes 4–7. */
+ * 4064, an int16) as four dwords, sub-blocks 2p and 2p + 1 in dword p. */
 __attribute__((target(FP_VNNI), always_inline))
-static inline void q4_k_row_activations(const int8_t* xq, const int16_t* xs, int64_t at, __m512i x[4], __m256i* weights) {
+static inline void q4_k_row_activations(const int8_t* xq, const int16_t* xs, int64_t at, __m512i x[4], int32_t weights[4]) {
     const int8_t* p = xq + at * 256;
     const __m512i x0 = _mm512_loadu_si512((const void*)p), x1 = _mm512_loadu_si512((const void*)(p + 64));
     const __m512i x2 = _mm512_loadu_si512((const void*)(p + 128)), x3 = _mm512_loadu_si512((const void*)(p + 192));
@@ -612,32 +613,38 @@ static inline void q4_k_row_activations(const int8_t* xq, const int16_t* xs, int
     x[2] = _mm512_shuffle_i64x2(x2, x3, _MM_SHUFFLE(1, 0, 1, 0));
     x[3] = _mm512_shuffle_i64x2(x2, x3, _MM_SHUFFLE(3, 2, 3, 2));
     const __m256i pairs = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i*)(xs + at * 16)), _mm256_set1_epi16(1));
-    const __m128i sums = _mm_packs_epi32(_mm256_castsi256_si128(pairs), _mm256_extracti128_si256(pairs, 1));
-    *weights = _mm256_inserti128_si256(_mm256_setzero_si256(), sums, 1);
+    _mm_storeu_si128((__m128i*)weights, _mm_packs_epi32(_mm256_castsi256_si128(pairs), _mm256_extracti128_si256(pairs, 1)));
 }
 
+/* Q4_K: a row's S of super-blocks b and b + 1 share a slot (even b in lanes 0–7); its eight mins (int16) are kept once
+ * per row and super-block, at the place of row j in fp_codes16's layout (16-byte lane L of register m is row
+ * 4L + m), so that after the tile one in-lane transpose per super-block gives register p lane j = row j's mins 2p,
+ * 2p + 1, and per token M is four vpdpwssd of those by the token's weights of sub-blocks 2p, 2p + 1: the same integer
+ * M as the sixteen-rows body's. */
 __attribute__((target(FP_VNNI), noinline))
 static int32_t q4_k_tiles16_rows_vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
                                       const int16_t* xs, int32_t n, float* out, int32_t out_stride) {
     if (blocks > KQ_ROW_FORM_BLOCKS) return 0;
-    const int32_t group = KQ_ROW_FORM_SLOTS / blocks < n ? KQ_ROW_FORM_SLOTS / blocks : n;
+    const int32_t pairs = (blocks + 1) / 2, group = KQ_ROW_FORM_SLOTS / pairs < n ? KQ_ROW_FORM_SLOTS / pairs : n;
     const __m512i low = _mm512_set1_epi8(0x0f), zero = _mm512_setzero_si512();
     const __m512i lanes0 = _mm512_loadu_si512((const void*)FP_Q4K_SCALE_LANES[0]), lanes1 = _mm512_loadu_si512((const void*)FP_Q4K_SCALE_LANES[1]);
     /* q4k_scales's rule on the dwords a, b, c of the 12 scale bytes: [a & 3f, c & 0f | a >> 2 & 30, b & 3f, c >> 4 & 0f | b >> 2 & 30] */
     const __m128i keep = _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f);
     const __m128i tops = _mm_setr_epi32(0, 0x30303030, 0, 0x30303030), shifts = _mm_setr_epi32(0, 0, 0, 4);
     const int64_t row_bytes = (int64_t)blocks * Q4K_BYTES;
-    int32_t lanes[KQ_ROW_FORM_SLOTS * 256] __attribute__((aligned(64)));   /* slot u·blocks + b, row j: S's 8 lanes, M's 8 */
+    int32_t lanes[KQ_ROW_FORM_SLOTS * 256] __attribute__((aligned(64)));   /* slot u·pairs + b/2, row j: S's 8 lanes of b, b + 1 */
     int32_t halves[KQ_ROW_FORM_BLOCKS * 16] __attribute__((aligned(64)));   /* b·16 + j: row j's f16 d | dmin << 16 */
-    __m512i x[KQ_ROW_FORM_SLOTS * 4];
-    __m256i weights[KQ_ROW_FORM_SLOTS];
+    int16_t mins[KQ_ROW_FORM_BLOCKS * 128] __attribute__((aligned(64)));    /* b·128 + 8·(4·(j mod 4) + j/4): row j's */
+    __m512i minT[KQ_ROW_FORM_BLOCKS * 4];   /* b·4 + p, lane j: row j's mins 2p, 2p + 1 */
+    __m512i x[KQ_ROW_FORM_SLOTS * 8];
+    int32_t weights[KQ_ROW_FORM_SLOTS * 8];
     int32_t ready = -1;   /* the first token of the group whose activations x and weights hold */
     int32_t r0 = 0;
     for (; r0 + 16 <= rows; r0 += 16) {
         for (int32_t t0 = 0; t0 < n; t0 += group) {
             const int32_t g = n - t0 < group ? n - t0 : group;
             if (ready != t0) {
-                for (int32_t s = 0; s < g * blocks; s++) q4_k_row_activations(xq, xs, (int64_t)t0 * blocks + s, x + 4 * s, weights + s);
+                for (int32_t s = 0; s < g * blocks; s++) q4_k_row_activations(xq, xs, (int64_t)t0 * blocks + s, x + 4 * s, weights + 4 * s);
                 ready = t0;
             }
             for (int j = 0; j < 16; j++) {   /* row by row, the tile one sequential stream */
@@ -656,28 +663,46 @@ static int32_t q4_k_tiles16_rows_vnni(const uint8_t* w, int32_t blocks, int32_t 
                     const __m512i scale0 = _mm512_permutexvar_epi16(lanes0, _mm512_castsi256_si512(sm16));
                     const __m512i scale1 = _mm512_permutexvar_epi16(lanes1, _mm512_castsi256_si512(sm16));
                     memcpy(halves + b * 16 + j, blk, 4);
+                    if (t0 == 0) _mm_store_si128((__m128i*)(mins + b * 128 + 8 * (4 * (j & 3) + (j >> 2))), _mm256_extracti128_si256(sm16, 1));
                     for (int32_t u = 0; u < g; u++) {
-                        const int32_t s = u * blocks + b;
-                        const __m512i* xs4 = x + 4 * s;
+                        const __m512i* xs4 = x + 4 * (u * blocks + b);
                         const __m512i r01 = _mm512_packs_epi32(_mm512_dpbusd_epi32(zero, lo0, xs4[0]), _mm512_dpbusd_epi32(zero, hi0, xs4[1]));
                         const __m512i r23 = _mm512_packs_epi32(_mm512_dpbusd_epi32(zero, lo1, xs4[2]), _mm512_dpbusd_epi32(zero, hi1, xs4[3]));
-                        int32_t* slot = lanes + ((int64_t)s * 16 + j) * 16;
+                        int32_t* slot = lanes + ((int64_t)(u * pairs + (b >> 1)) * 16 + j) * 16 + 8 * (b & 1);
                         _mm256_store_si256((__m256i*)slot, kq_lanes8(_mm512_dpwssd_epi32(_mm512_madd_epi16(r01, scale0), r23, scale1)));
-                        _mm256_store_si256((__m256i*)(slot + 8), _mm256_madd_epi16(weights[s], sm16));
                     }
+                }
+                if (blocks & 1)   /* the last slot's second half: no super-block, zeros (summed, never used) */
+                    for (int32_t u = 0; u < g; u++)
+                        _mm256_store_si256((__m256i*)(lanes + ((int64_t)(u * pairs + pairs - 1) * 16 + j) * 16 + 8), _mm256_setzero_si256());
+            }
+            if (t0 == 0) {
+                for (int32_t b = 0; b < blocks; b++) {   /* fp_codes16's in-lane transpose of the rows' mins */
+                    const int16_t* m = mins + b * 128;
+                    const __m512i z0 = _mm512_load_si512((const void*)m), z1 = _mm512_load_si512((const void*)(m + 32));
+                    const __m512i z2 = _mm512_load_si512((const void*)(m + 64)), z3 = _mm512_load_si512((const void*)(m + 96));
+                    const __m512i a0 = _mm512_unpacklo_epi32(z0, z1), a1 = _mm512_unpackhi_epi32(z0, z1);
+                    const __m512i a2 = _mm512_unpacklo_epi32(z2, z3), a3 = _mm512_unpackhi_epi32(z2, z3);
+                    minT[4 * b] = _mm512_unpacklo_epi64(a0, a2);
+                    minT[4 * b + 1] = _mm512_unpackhi_epi64(a0, a2);
+                    minT[4 * b + 2] = _mm512_unpacklo_epi64(a1, a3);
+                    minT[4 * b + 3] = _mm512_unpackhi_epi64(a1, a3);
                 }
             }
             for (int32_t u = 0; u < g; u++) {   /* the sixteen-rows bodies' multiply-adds, lane j = row j */
                 const int64_t t = t0 + u;
                 __m512 acc = _mm512_setzero_ps();
+                __m512i S[2];
                 for (int32_t b = 0; b < blocks; b++) {
-                    __m512i S, M;
-                    kq_fold16(lanes + (int64_t)(u * blocks + b) * 256, &S, &M);
+                    if ((b & 1) == 0) kq_fold16(lanes + (int64_t)(u * pairs + (b >> 1)) * 256, S, S + 1);
+                    const int32_t* wt = weights + 4 * (u * blocks + b);
+                    __m512i M = _mm512_setzero_si512();
+                    for (int p = 0; p < 4; p++) M = _mm512_dpwssd_epi32(M, minT[4 * b + p], _mm512_set1_epi32(wt[p]));
                     const __m512i h = _mm512_load_si512((const void*)(halves + b * 16));
                     const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h));
                     const __m512 dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(h, 16)));
                     const __m512 dx = _mm512_set1_ps(xd[t * blocks + b]);
-                    const __m512 a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S), _mm512_mul_ps(d, dx), acc);
+                    const __m512 a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S[b & 1]), _mm512_mul_ps(d, dx), acc);
                     acc = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(M), _mm512_mul_ps(dmin, dx), a);
                 }
                 _mm512_storeu_ps(out + t * out_stride + r0, acc);

@@ -274,8 +274,8 @@ class NativeKQuantKernelTest {
 
     /**
      * Rows wide enough that the AVX-512 row form (a few tokens) takes the tokens in groups, each reading the tile again
-     * (Q4_K: 11 super-blocks in groups of five tokens, 32 in groups of two; Q6_K: 32 in groups of four; an odd count
-     * leaves the last pair of super-blocks half empty): every token count up to one past the row form, alone and sliced,
+     * (11 super-blocks in groups of five tokens, 32 in groups of two; an odd count leaves the last pair of super-blocks
+     * half empty): every token count up to one past the row form, alone and sliced,
      * the same bits as the whole batch.
      */
     @ParameterizedTest
