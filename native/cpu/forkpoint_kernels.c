@@ -537,13 +537,15 @@ static inline void q4_0_rows16_vnni(const uint8_t* w, int32_t blocks, int32_t ro
  * them), meet the token's activation bytes 0–15 (low nibbles) and 16–31 (high nibbles) broadcast to every lane, and
  * each lane's four partial dwords are then summed into lane 4L + m (two unpack-and-add steps): Σ (q − 8)·x with
  * the −8·Σx added last, exact in int32. The rows are addressed from four pointers and the strides 4, 8 and 12 rows
- * (not sixteen pointers, which spill: every code load then waited on a reload of its pointer). Returns the rows done.
+ * (not sixteen pointers, which spill: every code load then waited on a reload of its pointer). While a tile is read,
+ * the tile at least FP_TILE_AHEAD_BYTES on (fp_tile16_ahead: two tiles on at 2048 columns) is prefetched into L2 as
+ * one stream. Returns the rows done.
  */
 __attribute__((target(FP_VNNI)))
 static int32_t q4_0_tiles16_one_token_vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq,
                                            const float* xd, const int32_t* nsum, float* out) {
     const __m512i low = _mm512_set1_epi8(0x0f);
-    const int64_t rb = (int64_t)blocks * 18, rb4 = 4 * rb, rb8 = 8 * rb, rb12 = 12 * rb;
+    const int64_t rb = (int64_t)blocks * 18, rb4 = 4 * rb, rb8 = 8 * rb, rb12 = 12 * rb, ahead = fp_tile16_ahead(rb);
     const int32_t whole = blocks & ~3;
     int32_t index[16];
     for (int j = 0; j < 16; j++) index[j] = (int32_t)(j * rb);
@@ -556,8 +558,8 @@ static int32_t q4_0_tiles16_one_token_vnni(const uint8_t* w, int32_t blocks, int
         for (int32_t k = 0; k < blocks; k++) {
             const int64_t o = (int64_t)k * 18;
             const uint8_t* p[4] = {tile + o, tile + rb + o, tile + 2 * rb + o, tile + 3 * rb + o};
-            if (r0 + 16 < rows) {   /* the next tile as one stream, as q4_0_rows16_vnni */
-                fp_prefetch_tile16(tile + 16 * rb, o, 18);
+            if (r0 + 16 < rows) {   /* a later tile as one stream, as q4_0_rows16_vnni, at least 32 KiB ahead */
+                fp_prefetch_tile16(tile + ahead, o, 18);
             }
             __m512 dw;   /* lane j: row j's scale of block k */
             if (k < whole) {

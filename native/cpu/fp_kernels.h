@@ -83,6 +83,15 @@ static inline uint16_t fp_tile16_live(int32_t r0, int32_t rows) {
     return rows - r0 >= 16 ? (uint16_t)0xffff : (uint16_t)((1u << (rows - r0)) - 1);
 }
 
+/* How far ahead of a tile the Q4_0 one-token tiles prefetch: whole tiles, at least FP_TILE_AHEAD_BYTES (the next tile
+ * when it is that long; two at 2048 columns). Measured on an AMD EPYC, one thread, Q4_0 decode of a mapped 0.7 GB file:
+ * the next tile (18 KiB ahead) 21.9–22.0 tok/s, 32 KiB 23.4–23.8, 64 KiB 22.5–22.7. */
+#define FP_TILE_AHEAD_BYTES 32768
+static inline int64_t fp_tile16_ahead(int64_t row_bytes) {
+    const int64_t tile = 16 * row_bytes;
+    return tile * ((FP_TILE_AHEAD_BYTES + tile - 1) / tile);
+}
+
 static inline void fp_prefetch_tile16(const uint8_t* next_tile, int64_t o, int64_t bytes) {
     for (int64_t l = 0; l < bytes * 16; l += 64) __builtin_prefetch(next_tile + o * 16 + l, 0, 2);
 }
