@@ -4,7 +4,8 @@
  * compiled into the same library, under the same invariants (see the top of forkpoint_kernels.c): a (row, token)
  * result depends only on that row's and that token's bytes, never on n, the slice or the row's place in it; every
  * integer inner sum is exact; nothing is allocated or kept between calls; at most FP_MAX_TOKENS tokens per call; the
- * weights are read once per call as one stream, every cache line of it prefetched FP_PREFETCH_BYTES ahead.
+ * weights are read from memory once per call as one stream, every cache line of it prefetched ahead (FP_PREFETCH_BYTES
+ * into L1; the AVX-512 row form FP_STREAM_PREFETCH_BYTES into L2, its later token groups reading a tile again from L2).
  *
  * Activations are Q8_K, quantised on the Java side (backend.cpu.Q8Activations.q8_K): per super-block of 256 values
  * 256 int8 codes x (|x| ≤ 127), one float scale d_x and the 16 sums of 16 consecutive codes (int16, |Σ| ≤ 2032).
