@@ -540,9 +540,11 @@ static inline void q6_k_rows16_vnni(const uint8_t* w, int32_t blocks, int32_t ro
  * b). The sixteen int32 lanes are folded to eight (exact) and kept unsummed in an L1 scratch, two super-blocks' to a
  * slot; after the tile's sixteen rows, kq_fold16 sums them for sixteen rows at once (lane j = row j; 44 instructions
  * for the sixteen rows' two super-blocks, where each row's own sum took nine), and per token the sixteen rows' float
- * steps run in a register, super-block by super-block. Tokens go in groups whose lanes fit KQ_ROW_FORM_SLOTS slots (a
- * decode step's always; at 8192 columns two tokens), a later group reading the tile again,
- * from L2. Rows of more than KQ_ROW_FORM_BLOCKS super-blocks take the sixteen-rows body. Returns the rows done.
+ * steps run in a register, super-block by super-block. Several tokens go in groups whose lanes fit KQ_ROW_FORM_SLOTS
+ * slots (at 8192 columns two tokens), a later group reading the tile again from L2; one token takes the row form up to
+ * KQ_ROW_FORM_BLOCKS super-blocks (the wide down projections of 7–14B models: 12288–18944 columns), several up to
+ * KQ_ROW_FORM_BLOCKS_FEW (wider, their lanes would not stay in L1); other calls take the sixteen-rows body. Returns the
+ * rows done.
  */
 
 /* Token counts up to these take the row form for the whole tiles. */
@@ -553,10 +555,21 @@ static inline void q6_k_rows16_vnni(const uint8_t* w, int32_t blocks, int32_t ro
 #define q6_k_ROW_FORM 8
 #endif
 
-/* Row-form limits: super-blocks per row, and slots of lanes per group (a token's two super-blocks, sixteen rows: 1 KiB
- * each; 32 KiB, in L1: at 64 a group of eight tokens spilled to L2 and took 1.1x the time, measured on an AMD EPYC). */
-#define KQ_ROW_FORM_BLOCKS 32
+/* Row-form limits: super-blocks per row for one token (32768 columns) and for several, and slots of lanes per group of
+ * several tokens (a token's two super-blocks, sixteen rows: 1 KiB each; 32 KiB, in L1: at 64 a group of eight tokens
+ * spilled to L2 and took 1.1x the time; rows of 56 super-blocks at two to eight tokens took 1.3–1.6x the sixteen-rows
+ * body's time, at one token 0.8–0.9x; measured on an AMD EPYC). One token's lanes take up to KQ_ROW_FORM_BLOCKS / 2
+ * slots (64 KiB); with the activations and scales kept beside them a call uses at most about 140 KiB of stack. */
+#define KQ_ROW_FORM_BLOCKS 128
+#define KQ_ROW_FORM_BLOCKS_FEW 32
 #define KQ_ROW_FORM_SLOTS 32
+
+/* Tokens per group of the row form for rows of `blocks` super-blocks and n tokens; 0: the sixteen-rows body instead. */
+static inline int32_t kq_row_form_group(int32_t blocks, int32_t n) {
+    if (blocks > KQ_ROW_FORM_BLOCKS || (n > 1 && blocks > KQ_ROW_FORM_BLOCKS_FEW)) return 0;
+    const int32_t fit = KQ_ROW_FORM_SLOTS / ((blocks + 1) / 2);
+    return n == 1 ? 1 : fit < n ? fit : n;
+}
 
 /* Every 64-byte line of a block, FP_STREAM_PREFETCH_BYTES ahead into L2. */
 static inline void kq_prefetch_stream(const uint8_t* blk, int bytes) {
@@ -625,20 +638,21 @@ static inline void q4_k_row_activations(const int8_t* xq, const int16_t* xs, int
 __attribute__((target(FP_VNNI), noinline))
 static int32_t q4_k_tiles16_rows_vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
                                       const int16_t* xs, int32_t n, float* out, int32_t out_stride) {
-    if (blocks > KQ_ROW_FORM_BLOCKS) return 0;
-    const int32_t pairs = (blocks + 1) / 2, group = KQ_ROW_FORM_SLOTS / pairs < n ? KQ_ROW_FORM_SLOTS / pairs : n;
+    const int32_t pairs = (blocks + 1) / 2, group = kq_row_form_group(blocks, n);
+    if (group == 0) return 0;
     const __m512i low = _mm512_set1_epi8(0x0f), zero = _mm512_setzero_si512();
     const __m512i lanes0 = _mm512_loadu_si512((const void*)FP_Q4K_SCALE_LANES[0]), lanes1 = _mm512_loadu_si512((const void*)FP_Q4K_SCALE_LANES[1]);
     /* q4k_scales's rule on the dwords a, b, c of the 12 scale bytes: [a & 3f, c & 0f | a >> 2 & 30, b & 3f, c >> 4 & 0f | b >> 2 & 30] */
     const __m128i keep = _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f);
     const __m128i tops = _mm_setr_epi32(0, 0x30303030, 0, 0x30303030), shifts = _mm_setr_epi32(0, 0, 0, 4);
     const int64_t row_bytes = (int64_t)blocks * Q4K_BYTES;
-    int32_t lanes[KQ_ROW_FORM_SLOTS * 256] __attribute__((aligned(64)));   /* slot u·pairs + b/2, row j: S's 8 lanes of b, b + 1 */
+    int32_t lanes[KQ_ROW_FORM_BLOCKS / 2 * 256] __attribute__((aligned(64)));   /* slot u·pairs + b/2, row j: S's 8 lanes of b, b + 1 */
     int32_t halves[KQ_ROW_FORM_BLOCKS * 16] __attribute__((aligned(64)));   /* b·16 + j: row j's f16 d | dmin << 16 */
-    int16_t mins[KQ_ROW_FORM_BLOCKS * 128] __attribute__((aligned(64)));    /* b·128 + 8·(4·(j mod 4) + j/4): row j's */
-    __m512i minT[KQ_ROW_FORM_BLOCKS * 4];   /* b·4 + p, lane j: row j's mins 2p, 2p + 1 */
-    __m512i x[KQ_ROW_FORM_SLOTS * 8];
-    int32_t weights[KQ_ROW_FORM_SLOTS * 8];
+    /* b·128 + 8·(4·(j mod 4) + j/4): row j's mins; after the tile's rows, transposed in place: register 4b + p lane j =
+     * row j's mins 2p, 2p + 1 */
+    __m512i mins[KQ_ROW_FORM_BLOCKS * 4];
+    __m512i x[KQ_ROW_FORM_BLOCKS * 4];   /* a group's g·blocks super-blocks: at most KQ_ROW_FORM_BLOCKS, or 2·SLOTS */
+    int32_t weights[KQ_ROW_FORM_BLOCKS * 4];
     int32_t ready = -1;   /* the first token of the group whose activations x and weights hold */
     int32_t r0 = 0;
     for (; r0 + 16 <= rows; r0 += 16) {
@@ -664,7 +678,7 @@ static int32_t q4_k_tiles16_rows_vnni(const uint8_t* w, int32_t blocks, int32_t 
                     const __m512i scale0 = _mm512_permutexvar_epi16(lanes0, _mm512_castsi256_si512(sm16));
                     const __m512i scale1 = _mm512_permutexvar_epi16(lanes1, _mm512_castsi256_si512(sm16));
                     memcpy(halves + b * 16 + j, blk, 4);
-                    if (t0 == 0) _mm_store_si128((__m128i*)(mins + b * 128 + 8 * (4 * (j & 3) + (j >> 2))), _mm256_extracti128_si256(sm16, 1));
+                    if (t0 == 0) _mm_store_si128((__m128i*)((int16_t*)(mins + 4 * b) + 8 * (4 * (j & 3) + (j >> 2))), _mm256_extracti128_si256(sm16, 1));
                     for (int32_t u = 0; u < g; u++) {
                         const __m512i* xs4 = x + 4 * (u * blocks + b);
                         const __m512i r01 = _mm512_packs_epi32(_mm512_dpbusd_epi32(zero, lo0, xs4[0]), _mm512_dpbusd_epi32(zero, hi0, xs4[1]));
@@ -679,15 +693,13 @@ static int32_t q4_k_tiles16_rows_vnni(const uint8_t* w, int32_t blocks, int32_t 
             }
             if (t0 == 0) {
                 for (int32_t b = 0; b < blocks; b++) {   /* fp_codes16's in-lane transpose of the rows' mins */
-                    const int16_t* m = mins + b * 128;
-                    const __m512i z0 = _mm512_load_si512((const void*)m), z1 = _mm512_load_si512((const void*)(m + 32));
-                    const __m512i z2 = _mm512_load_si512((const void*)(m + 64)), z3 = _mm512_load_si512((const void*)(m + 96));
-                    const __m512i a0 = _mm512_unpacklo_epi32(z0, z1), a1 = _mm512_unpackhi_epi32(z0, z1);
-                    const __m512i a2 = _mm512_unpacklo_epi32(z2, z3), a3 = _mm512_unpackhi_epi32(z2, z3);
-                    minT[4 * b] = _mm512_unpacklo_epi64(a0, a2);
-                    minT[4 * b + 1] = _mm512_unpackhi_epi64(a0, a2);
-                    minT[4 * b + 2] = _mm512_unpacklo_epi64(a1, a3);
-                    minT[4 * b + 3] = _mm512_unpackhi_epi64(a1, a3);
+                    __m512i* m = mins + 4 * b;
+                    const __m512i a0 = _mm512_unpacklo_epi32(m[0], m[1]), a1 = _mm512_unpackhi_epi32(m[0], m[1]);
+                    const __m512i a2 = _mm512_unpacklo_epi32(m[2], m[3]), a3 = _mm512_unpackhi_epi32(m[2], m[3]);
+                    m[0] = _mm512_unpacklo_epi64(a0, a2);
+                    m[1] = _mm512_unpackhi_epi64(a0, a2);
+                    m[2] = _mm512_unpacklo_epi64(a1, a3);
+                    m[3] = _mm512_unpackhi_epi64(a1, a3);
                 }
             }
             for (int32_t u = 0; u < g; u++) {   /* the sixteen-rows bodies' multiply-adds, lane j = row j */
@@ -698,7 +710,7 @@ static int32_t q4_k_tiles16_rows_vnni(const uint8_t* w, int32_t blocks, int32_t 
                     if ((b & 1) == 0) kq_fold16(lanes + (int64_t)(u * pairs + (b >> 1)) * 256, S, S + 1);
                     const int32_t* wt = weights + 4 * (u * blocks + b);
                     __m512i M = _mm512_setzero_si512();
-                    for (int p = 0; p < 4; p++) M = _mm512_dpwssd_epi32(M, minT[4 * b + p], _mm512_set1_epi32(wt[p]));
+                    for (int p = 0; p < 4; p++) M = _mm512_dpwssd_epi32(M, mins[4 * b + p], _mm512_set1_epi32(wt[p]));
                     const __m512i h = _mm512_load_si512((const void*)(halves + b * 16));
                     const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h));
                     const __m512 dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(h, 16)));
@@ -724,12 +736,12 @@ static const int16_t FP_Q6K_SCALE_LANES[2][32] = {
 __attribute__((target(FP_VNNI), noinline))
 static int32_t q6_k_tiles16_rows_vnni(const uint8_t* w, int32_t blocks, int32_t rows, const int8_t* xq, const float* xd,
                                       const int16_t* xs, int32_t n, float* out, int32_t out_stride) {
-    if (blocks > KQ_ROW_FORM_BLOCKS) return 0;
-    const int32_t pairs = (blocks + 1) / 2, group = KQ_ROW_FORM_SLOTS / pairs < n ? KQ_ROW_FORM_SLOTS / pairs : n;
+    const int32_t pairs = (blocks + 1) / 2, group = kq_row_form_group(blocks, n);
+    if (group == 0) return 0;
     const __m512i zero = _mm512_setzero_si512();
     const __m512i lanes0 = _mm512_loadu_si512((const void*)FP_Q6K_SCALE_LANES[0]), lanes1 = _mm512_loadu_si512((const void*)FP_Q6K_SCALE_LANES[1]);
     const int64_t row_bytes = (int64_t)blocks * Q6K_BYTES;
-    int32_t lanes[KQ_ROW_FORM_SLOTS * 256] __attribute__((aligned(64)));   /* slot u·pairs + b/2, row j: T's 8 lanes of b, b + 1 */
+    int32_t lanes[KQ_ROW_FORM_BLOCKS / 2 * 256] __attribute__((aligned(64)));   /* slot u·pairs + b/2, row j: T's 8 lanes of b, b + 1 */
     uint16_t halves[KQ_ROW_FORM_BLOCKS * 16] __attribute__((aligned(64)));   /* b·16 + j: row j's f16 d */
     int32_t r0 = 0;
     for (; r0 + 16 <= rows; r0 += 16) {

@@ -275,7 +275,8 @@ class NativeKQuantKernelTest {
     /**
      * Rows wide enough that the AVX-512 row form (a few tokens) takes the tokens in groups, each reading the tile again
      * (11 super-blocks in groups of five tokens, 32 in groups of two; an odd count leaves the last pair of super-blocks
-     * half empty): every token count up to one past the row form, alone and sliced,
+     * half empty), and rows of 56 super-blocks (a 7–8B model's down projection), which only one token takes in the row
+     * form: every token count up to one past the row form, alone and sliced,
      * the same bits as the whole batch.
      */
     @ParameterizedTest
@@ -284,7 +285,7 @@ class NativeKQuantKernelTest {
         NativeKernels k = fixture.kernels(v);
         Random rnd = new Random(59);
         int rows = 130;   // calls of whole tiles (see above)
-        for (int cols : new int[] {256 * 11, 256 * 32}) {
+        for (int cols : new int[] {256 * 11, 256 * 32, 256 * 56}) {
             for (GgmlType type : TYPES) {
                 PackedMatrix m = matrix(type, randomBlocks(type, rows, cols / 256, rnd, Float.NaN), rows, cols, k);
                 for (int n = 1; n <= 9; n++) {
