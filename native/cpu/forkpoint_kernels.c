@@ -600,12 +600,9 @@ static int32_t q4_0_tiles16_one_token_vnni(const uint8_t* w, int32_t blocks, int
 __attribute__((target(FP_VNNI), always_inline))
 static inline void q4_0_nibbles16(const uint8_t* p, int64_t rb, __m512i q[8]) {
     const __m512i low = _mm512_set1_epi8(0x0f);
-    __m512i z[4];
+    __m512i z[4], d[4];
     for (int m = 0; m < 4; m++) z[m] = fp_rows4(p + m * rb + 2, 4 * rb, 8 * rb, 12 * rb);
-    const __m512i a0 = _mm512_unpacklo_epi32(z[0], z[1]), a1 = _mm512_unpackhi_epi32(z[0], z[1]);
-    const __m512i a2 = _mm512_unpacklo_epi32(z[2], z[3]), a3 = _mm512_unpackhi_epi32(z[2], z[3]);
-    const __m512i d[4] = {_mm512_unpacklo_epi64(a0, a2), _mm512_unpackhi_epi64(a0, a2),
-                          _mm512_unpacklo_epi64(a1, a3), _mm512_unpackhi_epi64(a1, a3)};
+    fp_dwords16(z, d);
     for (int i = 0; i < 4; i++) {
         q[i] = _mm512_and_si512(d[i], low);
         q[4 + i] = _mm512_and_si512(_mm512_srli_epi32(d[i], 4), low);
@@ -948,14 +945,10 @@ static inline int32_t q8_0_tiles16_few_tokens_vnni(const uint8_t* w, int32_t blo
             }
             __m512i q[8];
             for (int h = 0; h < 2; h++) {
-                __m512i z[4];
+                __m512i z[4], d[4];
                 for (int m = 0; m < 4; m++) z[m] = fp_rows4(p + m * rb + 2 + 16 * h, 4 * rb, 8 * rb, 12 * rb);
-                const __m512i a0 = _mm512_unpacklo_epi32(z[0], z[1]), a1 = _mm512_unpackhi_epi32(z[0], z[1]);
-                const __m512i a2 = _mm512_unpacklo_epi32(z[2], z[3]), a3 = _mm512_unpackhi_epi32(z[2], z[3]);
-                q[4 * h] = _mm512_xor_si512(_mm512_unpacklo_epi64(a0, a2), bias);
-                q[4 * h + 1] = _mm512_xor_si512(_mm512_unpackhi_epi64(a0, a2), bias);
-                q[4 * h + 2] = _mm512_xor_si512(_mm512_unpacklo_epi64(a1, a3), bias);
-                q[4 * h + 3] = _mm512_xor_si512(_mm512_unpackhi_epi64(a1, a3), bias);
+                fp_dwords16(z, d);
+                for (int i = 0; i < 4; i++) q[4 * h + i] = _mm512_xor_si512(d[i], bias);
             }
             __m512 dw;   /* lane j: row j's scale of block k */
             if (k < whole) {

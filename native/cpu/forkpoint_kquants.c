@@ -557,9 +557,10 @@ static inline void q6_k_rows16_vnni(const uint8_t* w, int32_t blocks, int32_t ro
 
 /* Row-form limits: super-blocks per row for one token (32768 columns) and for several, and slots of lanes per group of
  * several tokens (a token's two super-blocks, sixteen rows: 1 KiB each; 32 KiB, in L1: at 64 a group of eight tokens
- * spilled to L2 and took 1.1x the time; rows of 56 super-blocks at two to eight tokens took 1.3–1.6x the sixteen-rows
- * body's time, at one token 0.8–0.9x; measured on an AMD EPYC). One token's lanes take up to KQ_ROW_FORM_BLOCKS / 2
- * slots (64 KiB); with the activations and scales kept beside them a call uses at most about 140 KiB of stack. */
+ * spilled to L2 and took 1.1x the time; rows of 56 super-blocks, with 64 slots, at two to eight tokens took 1.4–1.7x
+ * the sixteen-rows body's time for Q4_K and 0.9–1.3x for Q6_K, at one token 0.8–1.0x; measured on an AMD EPYC). One
+ * token's lanes take up to KQ_ROW_FORM_BLOCKS / 2 slots (64 KiB); with the activations and scales kept beside them a
+ * call's arrays take 138 KiB of stack at most. */
 #define KQ_ROW_FORM_BLOCKS 128
 #define KQ_ROW_FORM_BLOCKS_FEW 32
 #define KQ_ROW_FORM_SLOTS 32
@@ -576,18 +577,22 @@ static inline void kq_prefetch_stream(const uint8_t* blk, int bytes) {
     for (int o = 0; o < bytes; o += 64) FP_STREAM_PREFETCH(blk + o);
 }
 
+/* Row j's slot of lanes in the row form's scratch: token u of the group, super-block b (two to a slot, even b first). */
+static inline int32_t* kq_slot(int32_t* lanes, int32_t pairs, int32_t u, int32_t b, int j) {
+    return lanes + ((int64_t)(u * pairs + (b >> 1)) * 16 + j) * 16 + 8 * (b & 1);
+}
+
 /* Sixteen rows' lanes (v + 16·j: row j's eight lanes of A, then eight of B) summed: lane j of *a = Σ A of row j, of
- * *b = Σ B of row j (exact in int32). Pairs of rows by 32-bit unpacks, fours by 64-bit ones (each 128-bit chunk then
- * holds four rows' partial sums of A or B), and two 128-bit shuffle rounds add the chunks and put rows in order. */
+ * *b = Σ B of row j (exact in int32). Four rows at a time by fp_row_sums16 (each 128-bit chunk then holds four rows'
+ * partial sums of A or B), and two 128-bit shuffle rounds add the chunks and put rows in order. */
 __attribute__((target(FP_VNNI), always_inline))
 static inline void kq_fold16(const int32_t* v, __m512i* a, __m512i* b) {
-    __m512i t[8], u[4];
-    for (int k = 0; k < 8; k++) {
-        const __m512i x = _mm512_load_si512((const void*)(v + 32 * k)), y = _mm512_load_si512((const void*)(v + 32 * k + 16));
-        t[k] = _mm512_add_epi32(_mm512_unpacklo_epi32(x, y), _mm512_unpackhi_epi32(x, y));
+    __m512i u[4];
+    for (int k = 0; k < 4; k++) {
+        __m512i rows4[4];
+        for (int m = 0; m < 4; m++) rows4[m] = _mm512_load_si512((const void*)(v + 64 * k + 16 * m));
+        u[k] = fp_row_sums16(rows4);
     }
-    for (int k = 0; k < 4; k++)
-        u[k] = _mm512_add_epi32(_mm512_unpacklo_epi64(t[2 * k], t[2 * k + 1]), _mm512_unpackhi_epi64(t[2 * k], t[2 * k + 1]));
     const __m512i w0 = _mm512_add_epi32(_mm512_shuffle_i64x2(u[0], u[1], _MM_SHUFFLE(2, 0, 2, 0)),
                                         _mm512_shuffle_i64x2(u[0], u[1], _MM_SHUFFLE(3, 1, 3, 1)));
     const __m512i w1 = _mm512_add_epi32(_mm512_shuffle_i64x2(u[2], u[3], _MM_SHUFFLE(2, 0, 2, 0)),
@@ -677,30 +682,23 @@ static int32_t q4_k_tiles16_rows_vnni(const uint8_t* w, int32_t blocks, int32_t 
                     const __m256i sm16 = _mm256_cvtepu8_epi16(sm);   /* scales 0–7, mins 0–7 as int16 */
                     const __m512i scale0 = _mm512_permutexvar_epi16(lanes0, _mm512_castsi256_si512(sm16));
                     const __m512i scale1 = _mm512_permutexvar_epi16(lanes1, _mm512_castsi256_si512(sm16));
-                    memcpy(halves + b * 16 + j, blk, 4);
-                    if (t0 == 0) _mm_store_si128((__m128i*)((int16_t*)(mins + 4 * b) + 8 * (4 * (j & 3) + (j >> 2))), _mm256_extracti128_si256(sm16, 1));
+                    if (t0 == 0) {   /* a later group of tokens reads the same rows again: these are kept */
+                        memcpy(halves + b * 16 + j, blk, 4);
+                        _mm_store_si128((__m128i*)((int16_t*)(mins + 4 * b) + 8 * (4 * (j & 3) + (j >> 2))), _mm256_extracti128_si256(sm16, 1));
+                    }
                     for (int32_t u = 0; u < g; u++) {
                         const __m512i* xs4 = x + 4 * (u * blocks + b);
                         const __m512i r01 = _mm512_packs_epi32(_mm512_dpbusd_epi32(zero, lo0, xs4[0]), _mm512_dpbusd_epi32(zero, hi0, xs4[1]));
                         const __m512i r23 = _mm512_packs_epi32(_mm512_dpbusd_epi32(zero, lo1, xs4[2]), _mm512_dpbusd_epi32(zero, hi1, xs4[3]));
-                        int32_t* slot = lanes + ((int64_t)(u * pairs + (b >> 1)) * 16 + j) * 16 + 8 * (b & 1);
-                        _mm256_store_si256((__m256i*)slot, kq_lanes8(_mm512_dpwssd_epi32(_mm512_madd_epi16(r01, scale0), r23, scale1)));
+                        _mm256_store_si256((__m256i*)kq_slot(lanes, pairs, u, b, j), kq_lanes8(_mm512_dpwssd_epi32(_mm512_madd_epi16(r01, scale0), r23, scale1)));
                     }
                 }
                 if (blocks & 1)   /* the last slot's second half: no super-block, zeros (summed, never used) */
                     for (int32_t u = 0; u < g; u++)
-                        _mm256_store_si256((__m256i*)(lanes + ((int64_t)(u * pairs + pairs - 1) * 16 + j) * 16 + 8), _mm256_setzero_si256());
+                        _mm256_store_si256((__m256i*)kq_slot(lanes, pairs, u, blocks, j), _mm256_setzero_si256());
             }
             if (t0 == 0) {
-                for (int32_t b = 0; b < blocks; b++) {   /* fp_codes16's in-lane transpose of the rows' mins */
-                    __m512i* m = mins + 4 * b;
-                    const __m512i a0 = _mm512_unpacklo_epi32(m[0], m[1]), a1 = _mm512_unpackhi_epi32(m[0], m[1]);
-                    const __m512i a2 = _mm512_unpacklo_epi32(m[2], m[3]), a3 = _mm512_unpackhi_epi32(m[2], m[3]);
-                    m[0] = _mm512_unpacklo_epi64(a0, a2);
-                    m[1] = _mm512_unpackhi_epi64(a0, a2);
-                    m[2] = _mm512_unpacklo_epi64(a1, a3);
-                    m[3] = _mm512_unpackhi_epi64(a1, a3);
-                }
+                for (int32_t b = 0; b < blocks; b++) fp_dwords16(mins + 4 * b, mins + 4 * b);   /* the rows' mins, in place */
             }
             for (int32_t u = 0; u < g; u++) {   /* the sixteen-rows bodies' multiply-adds, lane j = row j */
                 const int64_t t = t0 + u;
@@ -760,7 +758,7 @@ static int32_t q6_k_tiles16_rows_vnni(const uint8_t* w, int32_t blocks, int32_t 
                     for (int k = 0; k < 4; k++) q[k] = _mm512_inserti64x4(_mm512_castsi256_si512(e[2 * k]), e[2 * k + 1], 1);
                     const __m512i scale0 = _mm512_permutexvar_epi16(lanes0, _mm512_castsi256_si512(sc16));
                     const __m512i scale1 = _mm512_permutexvar_epi16(lanes1, _mm512_castsi256_si512(sc16));
-                    halves[b * 16 + j] = load_u16(blk + 208);
+                    if (t0 == 0) halves[b * 16 + j] = load_u16(blk + 208);   /* a later group reads the same rows again */
                     for (int32_t u = 0; u < g; u++) {
                         const int64_t at = (int64_t)(t0 + u) * blocks + b;
                         const int8_t* x = xq + at * 256;
@@ -770,13 +768,12 @@ static int32_t q6_k_tiles16_rows_vnni(const uint8_t* w, int32_t blocks, int32_t 
                                                                _mm512_dpbusd_epi32(zero, q[3], _mm512_loadu_si512((const void*)(x + 192))));
                         const __m256i v = kq_lanes8(_mm512_dpwssd_epi32(_mm512_madd_epi16(r01, scale0), r23, scale1));
                         const __m256i offset = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i*)(xs + at * 16)), sc16);
-                        int32_t* slot = lanes + ((int64_t)(u * pairs + (b >> 1)) * 16 + j) * 16 + 8 * (b & 1);
-                        _mm256_store_si256((__m256i*)slot, _mm256_sub_epi32(v, _mm256_slli_epi32(offset, 5)));
+                        _mm256_store_si256((__m256i*)kq_slot(lanes, pairs, u, b, j), _mm256_sub_epi32(v, _mm256_slli_epi32(offset, 5)));
                     }
                 }
                 if (blocks & 1)   /* the last slot's second half: no super-block, zeros (summed, never used) */
                     for (int32_t u = 0; u < g; u++)
-                        _mm256_store_si256((__m256i*)(lanes + ((int64_t)(u * pairs + pairs - 1) * 16 + j) * 16 + 8), _mm256_setzero_si256());
+                        _mm256_store_si256((__m256i*)kq_slot(lanes, pairs, u, blocks, j), _mm256_setzero_si256());
             }
             for (int32_t u = 0; u < g; u++) {
                 const int64_t t = t0 + u;

@@ -84,8 +84,9 @@ static inline uint16_t fp_tile16_live(int32_t r0, int32_t rows) {
 }
 
 /* How far ahead of a tile the Q4_0 one-token tiles prefetch: whole tiles, at least FP_TILE_AHEAD_BYTES (the next tile
- * when it is that long; two at 2048 columns). Measured on an AMD EPYC, one thread, Q4_0 decode of a mapped 0.7 GB file:
- * the next tile (18 KiB ahead) 21.9–22.0 tok/s, 32 KiB 23.4–23.8, 64 KiB 22.5–22.7. */
+ * when it is that long; two at 2048 columns). Measured on an AMD EPYC, one thread, Q4_0 decode of a mapped 0.7 GB file,
+ * builds alternating: the next tile (18 KiB ahead) 21.9–22.2 tok/s against 23.3–23.9 at 32 KiB; in another
+ * alternation 64 KiB gave 22.5–22.7 against 22.9–23.3 at 32 KiB. */
 #define FP_TILE_AHEAD_BYTES 32768
 static inline int64_t fp_tile16_ahead(int64_t row_bytes) {
     const int64_t tile = 16 * row_bytes;
@@ -123,10 +124,22 @@ static inline float hsum512(__m512 v) {
     return _mm_cvtss_f32(h);
 }
 
+/* The 4 × 4 dword transpose inside each 128-bit lane: 128-bit lane L of z[m] = row 4L + m's four dwords gives d[i]
+ * lane j = dword i of row j. */
+__attribute__((target(FP_VNNI), always_inline))
+static inline void fp_dwords16(const __m512i z[4], __m512i d[4]) {
+    const __m512i a0 = _mm512_unpacklo_epi32(z[0], z[1]), a1 = _mm512_unpackhi_epi32(z[0], z[1]);
+    const __m512i a2 = _mm512_unpacklo_epi32(z[2], z[3]), a3 = _mm512_unpackhi_epi32(z[2], z[3]);
+    d[0] = _mm512_unpacklo_epi64(a0, a2);
+    d[1] = _mm512_unpackhi_epi64(a0, a2);
+    d[2] = _mm512_unpacklo_epi64(a1, a3);
+    d[3] = _mm512_unpackhi_epi64(a1, a3);
+}
+
 /*
  * Bytes [o, o + 16) of sixteen rows (p[j]: row j's bytes) as four registers, d[i] lane j = dword i of row j: the
  * sixteen-rows-in-the-lanes kernels' (Q4_0, MLX affine) transpose of one block's codes. Four rows per register first
- * (128-bit lane L of z[m] = row 4L + m), then a 4 × 4 dword transpose inside each 128-bit lane.
+ * (128-bit lane L of z[m] = row 4L + m), then fp_dwords16.
  */
 __attribute__((target(FP_VNNI), always_inline))
 static inline void fp_codes16(const uint8_t* const* p, int64_t o, __m512i d[4]) {
@@ -137,12 +150,7 @@ static inline void fp_codes16(const uint8_t* const* p, int64_t o, __m512i d[4]) 
         v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(p[8 + m] + o)), 2);
         z[m] = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i*)(p[12 + m] + o)), 3);
     }
-    __m512i a0 = _mm512_unpacklo_epi32(z[0], z[1]), a1 = _mm512_unpackhi_epi32(z[0], z[1]);
-    __m512i a2 = _mm512_unpacklo_epi32(z[2], z[3]), a3 = _mm512_unpackhi_epi32(z[2], z[3]);
-    d[0] = _mm512_unpacklo_epi64(a0, a2);
-    d[1] = _mm512_unpackhi_epi64(a0, a2);
-    d[2] = _mm512_unpacklo_epi64(a1, a3);
-    d[3] = _mm512_unpackhi_epi64(a1, a3);
+    fp_dwords16(z, d);
 }
 
 
@@ -234,7 +242,8 @@ static inline __m512i fp_rows4(const uint8_t* p, int64_t s4, int64_t s8, int64_t
 
 /*
  * The one-token kernels' row sums: e[m] 128-bit lane L holds four partial dwords of row 4L + m (fp_rows4's layout);
- * two unpack-and-add steps give lane j the sum of row j's four, in a fixed order (exact in int32).
+ * two unpack-and-add steps give lane j the sum of row j's four, in a fixed order (exact in int32). In general: dword m
+ * of the result's 128-bit lane L is the sum of e[m]'s four dwords in lane L.
  */
 __attribute__((target(FP_VNNI), always_inline))
 static inline __m512i fp_row_sums16(const __m512i e[4]) {
